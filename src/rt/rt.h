@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rt/rt.h: the voltd runtime: tasks, wakers, spawning, the work-stealing
+ * worker pool, its park/unpark seam, statistics and live tunables.
+ *
+ * Threading contract:
+ * - A task is polled by at most one worker at a time; its poll function runs
+ *   on a worker thread and may migrate between workers between polls.
+ * - vrt_task_wake / vrt_task_cancel / vrt_spawn / vrt_task_ref / unref may be
+ *   called from any thread at any time (for wake: the caller holds a ref).
+ * - vrt_current(), vrt_budget_consume() and vrt_worker_id() describe the
+ *   calling thread; outside a worker they return NULL / true / -1.
+ * Memory: a task is embedded in a caller-owned struct; the runtime never
+ * allocates per task. The task's vtable drop() frees it when the last
+ * reference goes away (on whatever thread drops that reference).
+ */
+#ifndef VOLTD_RT_RT_H
+#define VOLTD_RT_RT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct vrt;
+struct vrt_task;
+
+enum vrt_poll {
+	VRT_PENDING = 0, /* waiting: some waker will fire vrt_task_wake() */
+	VRT_READY = 1,   /* finished: never polled again */
+	VRT_YIELD = 2,   /* wants to run again soon, behind other work */
+};
+
+struct vrt_task_vtable {
+	/* Runs on a worker thread; never concurrently with itself. */
+	enum vrt_poll (*poll)(struct vrt_task *t);
+	/* The last reference is gone: release the memory. Any thread. May be
+	 * NULL for tasks whose memory outlives the runtime (static tasks). */
+	void (*drop)(struct vrt_task *t);
+};
+
+/*
+ * Task header: embed it in your own struct and recover yours with
+ * vb_container_of. Exposed for embedding only; every field is private to
+ * src/rt.
+ */
+struct vrt_task {
+	_Atomic uint64_t state;                   /* private: lifecycle|flags|refcount */
+	struct vrt_task *next;                    /* private: injection-queue link */
+	const struct vrt_task_vtable *vt;         /* private */
+	struct vrt *rt;                           /* private: set by spawn */
+	_Atomic(struct vrt_task *) join_waiter;   /* private: a task awaiting completion */
+	_Atomic uint32_t join_futex;              /* private: a thread awaiting completion */
+	uint32_t spawn_worker;                    /* private: worker that last polled it */
+};
+
+/* Prepare a task; it holds one reference, owned by the caller (the
+ * "handle"). Release it with vrt_task_unref when the caller no longer needs
+ * to join or cancel the task. */
+void vrt_task_init(struct vrt_task *t, const struct vrt_task_vtable *vt);
+
+/* Schedule a new task. From a worker: the LIFO slot of that worker (local
+ * spawn); from any other thread: the injection queue, waking a parked worker.
+ * The runtime takes its own reference. Returns 0, or -ESHUTDOWN once the
+ * runtime no longer accepts spawns (the task is then not scheduled). */
+int vrt_spawn(struct vrt *rt, struct vrt_task *t);
+
+void vrt_task_ref(struct vrt_task *t);
+void vrt_task_unref(struct vrt_task *t);
+
+/* Wake: an idle task is scheduled; a scheduled or running one is marked
+ * notified and polled again after its current poll returns. A completed
+ * task ignores it. Any thread; the caller must hold a reference. */
+void vrt_task_wake(struct vrt_task *t);
+
+/* Ask a task that has not completed to stop: sets the cancelled flag and
+ * wakes it. Its poll function sees vrt_task_is_cancelled(), releases what
+ * it waits on (e.g. removes its channel waiter) and returns VRT_READY. */
+void vrt_task_cancel(struct vrt_task *t);
+bool vrt_task_is_cancelled(const struct vrt_task *t);
+bool vrt_task_is_complete(const struct vrt_task *t);
+
+/* Join from a task: true when `target` has completed; otherwise registers
+ * the current task to be woken at completion and returns false (the caller
+ * returns VRT_PENDING). One joiner per target. */
+bool vrt_task_join_poll(struct vrt_task *target);
+/* Join from a plain (non-worker) thread: block until `target` completes. */
+void vrt_task_join_wait(struct vrt_task *target);
+
+/* The task being polled on this thread, or NULL outside a poll. */
+struct vrt_task *vrt_current(void);
+/* The runtime of the calling worker thread, or NULL. */
+struct vrt *vrt_current_rt(void);
+/* Index of the calling worker thread in [0, workers), or -1. */
+int vrt_worker_id(void);
+
+/*
+ * Cooperative budget: each poll may perform `budget` channel/I/O operations.
+ * An operation calls this first; false means the budget is spent: the
+ * operation reports "would block" without doing anything and the task should
+ * return VRT_YIELD (it then goes to the injection queue, not the LIFO slot).
+ * Always true outside a worker.
+ */
+bool vrt_budget_consume(void);
+
+/*
+ * One-shot value from one sender to one receiver (a task or a thread).
+ * Embed it; fields private. send() once from any thread.
+ */
+struct vrt_oneshot {
+	_Atomic uint32_t state;                /* private: empty / waiting / full */
+	uint64_t value;                        /* private */
+	_Atomic(struct vrt_task *) waiter;     /* private */
+};
+void vrt_oneshot_init(struct vrt_oneshot *o);
+void vrt_oneshot_send(struct vrt_oneshot *o, uint64_t value);
+/* From a task: true with *value set, or false after registering the current
+ * task for a wakeup (return VRT_PENDING). */
+bool vrt_oneshot_poll(struct vrt_oneshot *o, uint64_t *value);
+/* From a plain thread: block until sent. */
+uint64_t vrt_oneshot_wait(struct vrt_oneshot *o);
+
+/*
+ * Park/unpark seam. The default parks on a futex. The I/O driver installs
+ * its own so that a parked worker sleeps in io_uring_enter / ev_run and is
+ * woken by a completion as well as by unpark.
+ */
+struct vrt_park_ops {
+	/* On the worker thread before its loop starts / after it ends. */
+	int (*worker_start)(void *ctx, unsigned worker);
+	void (*worker_stop)(void *ctx, unsigned worker);
+	/* Worker thread: sleep until unpark(worker), a driver event, or
+	 * timeout_ns. Must return promptly if unpark came before the call. */
+	void (*park)(void *ctx, unsigned worker, int64_t timeout_ns);
+	/* Any thread: end the current or next park of `worker`. */
+	void (*unpark)(void *ctx, unsigned worker);
+	/* Worker thread, never blocks: process ready driver events (these may
+	 * wake tasks). Called every io_poll_interval ticks and before parking. */
+	void (*poll)(void *ctx, unsigned worker);
+};
+
+struct vrt_config {
+	unsigned workers;              /* 1..256 */
+	bool stealing;
+	unsigned global_interval_min;  /* 1..255 */
+	unsigned global_interval_max;  /* 1..255 */
+	unsigned global_batch_max;     /* 1..128 */
+	bool lifo_slot;
+	unsigned lifo_poll_cap;        /* 1..16 */
+	unsigned budget;               /* 1..4096 */
+	unsigned park_timeout_ms;      /* 1..1000 */
+	unsigned io_poll_interval;     /* ticks between park ops poll() while busy */
+	const struct vrt_park_ops *park_ops; /* NULL: futex parking */
+	void *park_ctx;
+};
+
+/* The defaults of voltd.conf's [scheduler] section, `workers` = online CPUs. */
+void vrt_config_defaults(struct vrt_config *cfg);
+
+/* Create the runtime and start its worker threads. 0 or -errno. */
+int vrt_new(const struct vrt_config *cfg, struct vrt **out);
+
+enum vrt_shutdown_mode {
+	VRT_SHUTDOWN_DRAIN, /* run every queued task until none is runnable */
+	VRT_SHUTDOWN_DROP,  /* drop queued tasks without polling them again */
+};
+/* Stop accepting spawns, finish or drop queued tasks, join the workers.
+ * From a non-worker thread. Afterwards only vrt_free and stats calls. */
+void vrt_shutdown(struct vrt *rt, enum vrt_shutdown_mode mode);
+void vrt_free(struct vrt *rt);
+
+/* Live tunables (control socket). Any thread; 0 or -EINVAL out of bounds. */
+int vrt_set_stealing(struct vrt *rt, bool on);
+int vrt_set_global_interval(struct vrt *rt, unsigned min, unsigned max);
+int vrt_set_lifo_poll_cap(struct vrt *rt, unsigned cap);
+int vrt_set_budget(struct vrt *rt, unsigned budget);
+
+struct vrt_worker_stats {
+	uint64_t polls, lifo_polls;
+	uint64_t steal_ops, tasks_stolen, tasks_stolen_from;
+	uint64_t overflows, tasks_overflowed;
+	uint64_t global_batches, global_tasks;
+	uint64_t parks, unparks, searching_transitions;
+	uint64_t budget_yields;
+	uint32_t local_queue_depth;
+	uint32_t global_interval;
+	uint64_t ewma_poll_ns;
+	uint64_t busy_ns;
+};
+
+struct vrt_stats {
+	unsigned workers;
+	uint64_t injection_depth;
+	uint32_t searching, parked;
+	uint64_t spawned_local, spawned_remote;
+	uint64_t tasks_alive;
+};
+
+/* Snapshot without stopping workers. `per_worker` has room for `n` entries
+ * (may be NULL); returns the number of workers. */
+unsigned vrt_stats_snapshot(struct vrt *rt, struct vrt_stats *out,
+			    struct vrt_worker_stats *per_worker, unsigned n);
+
+#endif
