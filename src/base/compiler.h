@@ -38,6 +38,9 @@ void vb_bug(const char *file, int line, const char *expr) __attribute__((noretur
 #define VB_BUG_ON(cond) \
 	do { if (vb_unlikely(cond)) vb_bug(__FILE__, __LINE__, #cond); } while (0)
 
+/* Declare them first so that a later #include of these headers still works. */
+#include <stdio.h>
+#include <string.h>
 #ifndef VOLTD_ALLOW_UNSAFE_STRING
 #pragma GCC poison sprintf strcpy strcat
 #endif

@@ -7,6 +7,7 @@
  * relaxed too: an approximate count of suppressed lines is acceptable.
  */
 #include "base/log.h"
+#include "base/compiler.h"
 #include "base/time.h"
 
 #include <stdarg.h>
@@ -18,6 +19,7 @@
 
 static _Atomic int log_level = LOG_INFO;
 static bool log_journal;
+static bool log_syslog;
 
 static const char *const level_names[] = {
 	[LOG_EMERG] = "emerg", [LOG_ALERT] = "alert", [LOG_CRIT] = "crit",
@@ -53,6 +55,12 @@ const char *vb_log_level_name(int level)
 	return level >= 0 && level <= LOG_DEBUG ? level_names[level] : "?";
 }
 
+void vb_log_to_syslog(const char *ident)
+{
+	openlog(ident, LOG_PID | LOG_NDELAY, LOG_DAEMON);
+	log_syslog = true;
+}
+
 static void vlog(int level, const char *fmt, va_list ap)
 {
 	char buf[1024];
@@ -60,6 +68,10 @@ static void vlog(int level, const char *fmt, va_list ap)
 
 	if (level > atomic_load_explicit(&log_level, memory_order_relaxed))
 		return;
+	if (log_syslog) {
+		vsyslog(level, fmt, ap);
+		return;
+	}
 	if (log_journal) {
 		n = (size_t)snprintf(buf, sizeof(buf), "<%d>", level);
 	} else {

@@ -16,6 +16,8 @@
 #include <syslog.h>
 
 void vb_log_init(bool force_prefix);
+/* From now on log through syslog(3) (a daemon that left its terminal). */
+void vb_log_to_syslog(const char *ident);
 void vb_log_set_level(int level);
 int vb_log_get_level(void);
 /* Level by name ("err", "warning", "notice", "info", "debug"); -1 if unknown. */

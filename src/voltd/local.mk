@@ -1,5 +1,31 @@
 # SPDX-License-Identifier: MIT
-# src/voltd: the daemon program.
+# src/voltd: the daemon (config, notify, main) and its tests.
+libvolt_a_SOURCES += \
+	src/voltd/cfg.c src/voltd/cfg.h \
+	src/voltd/notify.c src/voltd/notify.h
+
 sbin_PROGRAMS += voltd
 voltd_SOURCES = src/voltd/main.c
 voltd_LDADD = $(VOLT_ALL_LIBS)
+
+check_PROGRAMS += tests/unit/test_cfg
+TESTS += tests/unit/test_cfg
+tests_unit_test_cfg_SOURCES = tests/unit/test_cfg.c
+tests_unit_test_cfg_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_cfg_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
+
+# Integration tests (pytest): scripts/test runs them; `make check` too.
+TESTS += tests/integration/test_cli.py
+EXTRA_DIST += tests/integration/test_cli.py tests/integration/conftest.py tests/integration/pytest-driver
+
+dist_man_MANS += man/voltd.8 man/voltd.conf.5
+sysconf_voltddir = $(sysconfdir)/voltd
+dist_sysconf_voltd_DATA = conf/voltd.conf
+
+# The systemd unit, with this build's paths.
+systemdsystemunit_DATA = systemd/voltd.service
+systemd/voltd.service: $(top_srcdir)/systemd/voltd.service.in Makefile
+	$(AM_V_GEN)$(MKDIR_P) systemd && sed -e 's|@sbindir[@]|$(sbindir)|g' \
+		-e 's|@sysconfdir[@]|$(sysconfdir)|g' $< > $@
+CLEANFILES += systemd/voltd.service
+EXTRA_DIST += systemd/voltd.service.in

@@ -1,3 +1,302 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * voltd/main.c: the daemon's entry point. main() is an init ladder; each rung
+ * has a matching teardown, run in reverse order on the way out (STYLE.md).
+ * The main thread owns the ladder and waits on a signalfd; worker threads
+ * belong to the runtime.
+ */
+#include "config.h"
+#include "base/log.h"
+#include "voltd/cfg.h"
+#include "voltd/notify.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
-int main(void) { return 0; }
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#ifndef VOLTD_SYSCONFDIR
+#define VOLTD_SYSCONFDIR "/etc"
+#endif
+#define DEFAULT_CONFIG VOLTD_SYSCONFDIR "/voltd/voltd.conf"
+#define MAX_OVERRIDES 64
+
+struct vd_opts {
+	const char *config;
+	bool config_given;
+	bool test_only;   /* -t */
+	bool dump;        /* -T */
+	bool foreground;  /* -f */
+	const char *overrides[MAX_OVERRIDES];
+	unsigned n_overrides;
+};
+
+static void usage(FILE *fp)
+{
+	fprintf(fp,
+		"usage: voltd [-c FILE] [-t] [-T] [-f] [-s SECTION.KEY=VALUE]... [-V] [-h]\n"
+		"  -c FILE   configuration file (default %s)\n"
+		"  -t        check the configuration and exit (0 OK, 78 errors)\n"
+		"  -T        check the configuration and print the effective values\n"
+		"  -f        stay in the foreground, log to stderr (the systemd way)\n"
+		"  -s S.K=V  set a key after the file is read (repeatable)\n"
+		"  -V        print the version and the features built in\n"
+		"  -h        this help\n",
+		DEFAULT_CONFIG);
+}
+
+static void version(void)
+{
+	printf("voltd %s\n", PACKAGE_VERSION);
+	printf("features: io_uring libev %s\n", vd_notify_impl());
+}
+
+static int parse_args(int argc, char **argv, struct vd_opts *o)
+{
+	int ch;
+
+	o->config = DEFAULT_CONFIG;
+	while ((ch = getopt(argc, argv, "c:tTfs:Vh")) != -1) {
+		switch (ch) {
+		case 'c':
+			o->config = optarg;
+			o->config_given = true;
+			break;
+		case 't':
+			o->test_only = true;
+			break;
+		case 'T':
+			o->test_only = o->dump = true;
+			break;
+		case 'f':
+			o->foreground = true;
+			break;
+		case 's':
+			if (o->n_overrides == MAX_OVERRIDES) {
+				fprintf(stderr, "voltd: at most %d -s options\n", MAX_OVERRIDES);
+				return EX_USAGE;
+			}
+			o->overrides[o->n_overrides++] = optarg;
+			break;
+		case 'V':
+			version();
+			exit(0);
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return EX_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "voltd: unexpected argument '%s'\n", argv[optind]);
+		usage(stderr);
+		return EX_USAGE;
+	}
+	return 0;
+}
+
+/*
+ * Read the configuration: defaults, then the file, then -s overrides, then
+ * the cross-key rules. Without -c, a missing default file means "embedded
+ * defaults" (scripts/run relies on it); with -c it is an error.
+ */
+static int load_config(const struct vd_opts *o, struct vcfg *cfg, struct vcfg_errors *err,
+		       bool *used_file)
+{
+	int n = 0;
+
+	vcfg_defaults(cfg);
+	*used_file = o->config_given || access(o->config, F_OK) == 0;
+	if (*used_file) {
+		n += vcfg_load_file(cfg, o->config, err);
+		if (n)
+			return n;
+	}
+	for (unsigned i = 0; i < o->n_overrides; i++)
+		n += vcfg_override(cfg, o->overrides[i], err);
+	if (n == 0 && o->n_overrides)
+		n += vcfg_validate(cfg, "-s", err);
+	return n;
+}
+
+static void print_errors(const struct vcfg_errors *err)
+{
+	for (size_t i = 0; i < err->n; i++)
+		fprintf(stderr, "%s\n", err->msg[i]);
+}
+
+static void log_effective_config(const struct vcfg *cfg)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *fp;
+
+	if (vb_log_get_level() < LOG_DEBUG)
+		return;
+	fp = open_memstream(&text, &len);
+	if (!fp)
+		return;
+	vcfg_dump(cfg, fp);
+	fclose(fp);
+	vb_debug("effective configuration:");
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		vb_debug("  %s", line);
+	free(text);
+}
+
+/* Leave the terminal: one fork, a new session, stdio on /dev/null. The
+ * systemd unit runs voltd with -f instead. */
+static int daemonize(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid > 0)
+		_exit(0);
+	if (setsid() < 0)
+		return -errno;
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd >= 0) {
+		dup2(fd, STDIN_FILENO);
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	}
+	return chdir("/") < 0 ? -errno : 0;
+}
+
+static int signals_block(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	/* Blocked before any thread starts, so every thread inherits the mask
+	 * and the signals reach only the signalfd. */
+	if (pthread_sigmask(SIG_BLOCK, set, NULL) != 0)
+		return -EINVAL;
+	signal(SIGPIPE, SIG_IGN);
+	int fd = signalfd(-1, set, SFD_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* SIGHUP: read the file again; a bad new configuration keeps the old one. */
+static void reload(const struct vd_opts *o, struct vcfg *cfg)
+{
+	struct vcfg next;
+	struct vcfg_errors err = { 0 };
+	bool used_file;
+
+	vd_notify("RELOADING=1");
+	if (load_config(o, &next, &err, &used_file) > 0) {
+		for (size_t i = 0; i < err.n; i++)
+			vb_err("reload: %s", err.msg[i]);
+		vb_err("reload: configuration has errors; keeping the running one");
+	} else {
+		vcfg_resolve(&next);
+		/* Only live-tunable keys take effect without a restart. */
+		cfg->log = next.log;
+		vb_log_set_level(cfg->log.level);
+		vb_notice("reload: configuration re-read (live keys applied; restart-only keys need a restart)");
+	}
+	vcfg_errors_fini(&err);
+	vd_notify("READY=1");
+}
+
+/* Wait for SIGINT/SIGTERM; SIGHUP reloads. Returns the stopping signal. */
+static int wait_signals(int sfd, const struct vd_opts *o, struct vcfg *cfg)
+{
+	struct signalfd_siginfo si;
+
+	for (;;) {
+		ssize_t n = read(sfd, &si, sizeof(si));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof(si)) {
+			vb_err("signalfd read failed: %s", n < 0 ? strerror(errno) : "short read");
+			return SIGTERM;
+		}
+		if (si.ssi_signo == SIGHUP) {
+			reload(o, cfg);
+			continue;
+		}
+		return (int)si.ssi_signo;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct vd_opts opts = { 0 };
+	struct vcfg cfg;
+	struct vcfg_errors err = { 0 };
+	sigset_t sigs;
+	bool used_file;
+	int rc, sfd;
+
+	rc = parse_args(argc, argv, &opts);
+	if (rc)
+		return rc;
+
+	/* Rung 1: configuration. Nothing starts on a bad one. */
+	if (load_config(&opts, &cfg, &err, &used_file) > 0) {
+		print_errors(&err);
+		vcfg_errors_fini(&err);
+		return EX_CONFIG;
+	}
+	vcfg_errors_fini(&err);
+	if (opts.test_only) {
+		if (opts.dump)
+			vcfg_dump(&cfg, stdout);
+		printf("configuration OK%s%s\n", used_file ? ": " : " (embedded defaults)",
+		       used_file ? opts.config : "");
+		return 0;
+	}
+	vcfg_resolve(&cfg);
+
+	/* Rung 2: logging. */
+	vb_log_init(false);
+	vb_log_set_level(cfg.log.level);
+	if (!opts.foreground) {
+		rc = daemonize();
+		if (rc < 0) {
+			vb_err("cannot leave the terminal: %s", strerror(-rc));
+			return EX_OSERR;
+		}
+		vb_log_to_syslog("voltd");
+	}
+	vb_notice("voltd %s starting (config %s)", PACKAGE_VERSION,
+		  used_file ? opts.config : "embedded defaults");
+	log_effective_config(&cfg);
+
+	/* Rung 3: signals, before any thread exists. */
+	sfd = signals_block(&sigs);
+	if (sfd < 0) {
+		vb_err("cannot set up signals: %s", strerror(-sfd));
+		rc = EX_OSERR;
+		goto out;
+	}
+
+	vd_notify("READY=1\nSTATUS=running");
+	vb_notice("ready");
+	int sig = wait_signals(sfd, &opts, &cfg);
+	vd_notify("STOPPING=1\nSTATUS=stopping");
+	vb_notice("%s received, stopping", strsignal(sig));
+	rc = 0;
+
+	close(sfd);
+out:
+	vb_notice("voltd stopped");
+	return rc;
+}

@@ -1,0 +1,661 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * voltd/cfg.c: the schema table and everything it drives: parsing with
+ * inih, per-key checks, overrides, cross-key rules, formatting and the
+ * effective-config dump. Single-threaded (see cfg.h).
+ */
+#include "config.h"
+#include "voltd/cfg.h"
+#include "base/compiler.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+static const char *const backend_names[] = { "auto", "uring", "libev", NULL };
+static const char *const on_full_names[] = { "wait", "shed", NULL };
+/* Indexed by syslog level - LOG_ERR. */
+static const char *const level_names[] = { "err", "warning", "notice", "info", "debug", NULL };
+
+#define F(field) offsetof(struct vcfg, field)
+#define U32MAX 4294967295u
+
+static const struct vcfg_key schema[] = {
+	/* [scheduler] */
+	{ "scheduler", "workers", VCFG_UINT, "auto", 1, 256, VCFG_F_AUTO, NULL, F(scheduler.workers),
+	  "worker threads; auto = online CPUs" },
+	{ "scheduler", "stealing", VCFG_BOOL, "on", 0, 1, VCFG_F_LIVE, NULL, F(scheduler.stealing),
+	  "idle workers steal half of a busy worker's queue" },
+	{ "scheduler", "global_interval_min", VCFG_UINT, "8", 1, 255, VCFG_F_LIVE, NULL,
+	  F(scheduler.global_interval_min), "lower bound of the adaptive injection-queue check interval (ticks)" },
+	{ "scheduler", "global_interval_max", VCFG_UINT, "255", 1, 255, VCFG_F_LIVE, NULL,
+	  F(scheduler.global_interval_max), "upper bound of the adaptive injection-queue check interval (ticks)" },
+	{ "scheduler", "global_batch_max", VCFG_UINT, "64", 1, 128, 0, NULL, F(scheduler.global_batch_max),
+	  "most tasks a worker takes from the injection queue at once" },
+	{ "scheduler", "lifo_slot", VCFG_BOOL, "on", 0, 1, 0, NULL, F(scheduler.lifo_slot),
+	  "run the task a worker just spawned or woke next" },
+	{ "scheduler", "lifo_poll_cap", VCFG_UINT, "3", 1, 16, VCFG_F_LIVE, NULL, F(scheduler.lifo_poll_cap),
+	  "most LIFO-slot polls in a row before the local queue is served" },
+	{ "scheduler", "budget", VCFG_UINT, "128", 1, 4096, VCFG_F_LIVE, NULL, F(scheduler.budget),
+	  "channel and I/O operations a task may do per poll before it yields" },
+	{ "scheduler", "park_timeout_ms", VCFG_UINT, "10", 1, 1000, 0, NULL, F(scheduler.park_timeout_ms),
+	  "longest sleep of an idle worker before it looks for work again" },
+	/* [io] */
+	{ "io", "backend", VCFG_ENUM, "auto", 0, 0, 0, backend_names, F(io.backend),
+	  "I/O backend: uring, libev, or auto (io_uring when usable, else libev)" },
+	{ "io", "ring_entries", VCFG_UINT, "4096", 64, 32768, VCFG_F_POW2, NULL, F(io.ring_entries),
+	  "submission queue entries of each worker's io_uring (power of two)" },
+	{ "io", "recv_buffer_size", VCFG_UINT, "16384", 512, 1048576, 0, NULL, F(io.recv_buffer_size),
+	  "bytes per receive buffer" },
+	{ "io", "recv_buffers", VCFG_UINT, "256", 16, 32768, VCFG_F_POW2, NULL, F(io.recv_buffers),
+	  "receive buffers per worker (power of two)" },
+	/* [server] */
+	{ "server", "listen", VCFG_LISTEN, "127.0.0.1:8080", 0, 0, 0, NULL, F(server.listen),
+	  "addresses to listen on, separated by spaces or commas (IPv4 a.b.c.d:port, IPv6 [addr]:port)" },
+	{ "server", "backlog", VCFG_UINT, "1024", 1, 65535, 0, NULL, F(server.backlog),
+	  "listen(2) backlog of each listening socket" },
+	{ "server", "max_connections", VCFG_UINT, "10000", 1, 1000000, 0, NULL, F(server.max_connections),
+	  "open client connections at most; accepting pauses at the limit" },
+	{ "server", "header_timeout_ms", VCFG_UINT, "10000", 1, 3600000, 0, NULL, F(server.header_timeout_ms),
+	  "time to receive a request head before 408" },
+	{ "server", "body_timeout_ms", VCFG_UINT, "30000", 1, 3600000, 0, NULL, F(server.body_timeout_ms),
+	  "time to receive a request body before 408" },
+	{ "server", "idle_timeout_ms", VCFG_UINT, "60000", 1, 3600000, 0, NULL, F(server.idle_timeout_ms),
+	  "idle keep-alive connections are closed after this" },
+	{ "server", "max_header_bytes", VCFG_UINT, "16384", 256, 1048576, 0, NULL, F(server.max_header_bytes),
+	  "largest request head (431 above, 414 for the URI alone)" },
+	{ "server", "max_body_bytes", VCFG_UINT, "1048576", 0, 1073741824, 0, NULL, F(server.max_body_bytes),
+	  "largest request body (413 above)" },
+	{ "server", "max_pipeline", VCFG_UINT, "64", 1, 1024, 0, NULL, F(server.max_pipeline),
+	  "requests in flight per connection" },
+	/* [stages] */
+	{ "stages", "exec_tasks", VCFG_UINT, "auto", 1, 4096, VCFG_F_AUTO, NULL, F(stages.exec_tasks),
+	  "executor tasks; auto = 4 per worker" },
+	{ "stages", "write_tasks", VCFG_UINT, "auto", 1, 4096, VCFG_F_AUTO, NULL, F(stages.write_tasks),
+	  "writer tasks; auto = 2 per worker" },
+	{ "stages", "jobs_capacity", VCFG_UINT, "1024", 1, 1048576, 0, NULL, F(stages.jobs_capacity),
+	  "capacity of the jobs channel (parse -> exec)" },
+	{ "stages", "replies_capacity", VCFG_UINT, "1024", 1, 1048576, 0, NULL, F(stages.replies_capacity),
+	  "capacity of the replies channel (exec -> write)" },
+	{ "stages", "on_full", VCFG_ENUM, "wait", 0, 0, 0, on_full_names, F(stages.on_full),
+	  "when jobs is full: wait (stop reading: back pressure) or shed (503 at once)" },
+	{ "stages", "retry_after_s", VCFG_UINT, "1", 0, 3600, 0, NULL, F(stages.retry_after_s),
+	  "Retry-After seconds of a shed 503" },
+	/* [jobs] */
+	{ "jobs", "spin_max_n", VCFG_U64, "1000000000", 1, 1000000000000ull, 0, NULL, F(jobs.spin_max_n),
+	  "largest n of /v1/spin (400 above)" },
+	{ "jobs", "sleep_max_ms", VCFG_UINT, "60000", 1, 3600000, 0, NULL, F(jobs.sleep_max_ms),
+	  "largest ms of /v1/sleep (400 above)" },
+	{ "jobs", "slice_us", VCFG_UINT, "50", 1, 100000, 0, NULL, F(jobs.slice_us),
+	  "work a long job does before it yields its worker (microseconds)" },
+	/* [control] */
+	{ "control", "socket", VCFG_STRING, "/run/voltd/control.sock", 1, 107, 0, NULL, F(control.socket),
+	  "path of the UNIX control socket" },
+	{ "control", "mode", VCFG_MODE, "0660", 0, 0777, 0, NULL, F(control.mode),
+	  "permissions of the control socket (octal)" },
+	{ "control", "group", VCFG_STRING, "none", 0, 63, 0, NULL, F(control.group),
+	  "group owning the control socket; none keeps the daemon's group" },
+	/* [log] */
+	{ "log", "level", VCFG_ENUM, "info", 0, 0, VCFG_F_LIVE, level_names, F(log.level),
+	  "lowest level logged: err, warning, notice, info or debug" },
+};
+
+const struct vcfg_key *vcfg_schema(size_t *n)
+{
+	*n = VB_ARRAY_SIZE(schema);
+	return schema;
+}
+
+const struct vcfg_key *vcfg_key_find(const char *section, const char *name)
+{
+	for (size_t i = 0; i < VB_ARRAY_SIZE(schema); i++)
+		if (strcmp(schema[i].section, section) == 0 && strcmp(schema[i].name, name) == 0)
+			return &schema[i];
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ errors */
+
+static void add_err(struct vcfg_errors *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_err(struct vcfg_errors *e, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	if (!e)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	if (!s)
+		return;
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 8;
+		char **m = realloc(e->msg, cap * sizeof(*m));
+		if (!m) {
+			free(s);
+			return;
+		}
+		e->msg = m;
+		e->cap = cap;
+	}
+	e->msg[e->n++] = s;
+}
+
+void vcfg_errors_fini(struct vcfg_errors *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->msg[i]);
+	free(e->msg);
+	e->msg = NULL;
+	e->n = e->cap = 0;
+}
+
+/* ------------------------------------------------------------------ values */
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)*s))
+		return false;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end)
+		return false;
+	*out = v;
+	return true;
+}
+
+static int parse_listen_one(const char *tok, struct vcfg_listen *l)
+{
+	char host[64];
+	const char *colon, *port_s;
+	uint64_t port;
+
+	memset(l, 0, sizeof(*l));
+	if (tok[0] == '[') {
+		const char *rb = strchr(tok, ']');
+		if (!rb || rb[1] != ':' || (size_t)(rb - tok - 1) >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, tok + 1, (size_t)(rb - tok - 1));
+		host[rb - tok - 1] = '\0';
+		port_s = rb + 2;
+	} else {
+		colon = strrchr(tok, ':');
+		if (!colon || (size_t)(colon - tok) >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, tok, (size_t)(colon - tok));
+		host[colon - tok] = '\0';
+		port_s = colon + 1;
+	}
+	if (!parse_u64(port_s, &port) || port > 65535)
+		return -EINVAL;
+	if (tok[0] == '[') {
+		struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&l->addr;
+		if (inet_pton(AF_INET6, host, &a6->sin6_addr) != 1)
+			return -EINVAL;
+		a6->sin6_family = AF_INET6;
+		a6->sin6_port = htons((uint16_t)port);
+		l->len = sizeof(*a6);
+		snprintf(l->text, sizeof(l->text), "[%s]:%u", host, (unsigned)port);
+	} else {
+		struct sockaddr_in *a4 = (struct sockaddr_in *)&l->addr;
+		if (inet_pton(AF_INET, host, &a4->sin_addr) != 1)
+			return -EINVAL;
+		a4->sin_family = AF_INET;
+		a4->sin_port = htons((uint16_t)port);
+		l->len = sizeof(*a4);
+		snprintf(l->text, sizeof(l->text), "%s:%u", host, (unsigned)port);
+	}
+	return 0;
+}
+
+static bool is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+#define KEYFMT "%s: %s.%s: "
+
+int vcfg_set(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
+	     const char *where, struct vcfg_errors *err)
+{
+	char *field = (char *)cfg + k->offset;
+	uint64_t v;
+
+	switch (k->type) {
+	case VCFG_BOOL: {
+		static const char *const yes[] = { "on", "yes", "true", "1" };
+		static const char *const no[] = { "off", "no", "false", "0" };
+		for (size_t i = 0; i < VB_ARRAY_SIZE(yes); i++) {
+			if (strcasecmp(value, yes[i]) == 0) {
+				*(bool *)field = true;
+				return 0;
+			}
+			if (strcasecmp(value, no[i]) == 0) {
+				*(bool *)field = false;
+				return 0;
+			}
+		}
+		add_err(err, KEYFMT "'%s' is not a boolean (use on or off)", where, k->section, k->name, value);
+		return -EINVAL;
+	}
+	case VCFG_UINT:
+	case VCFG_U64:
+		if ((k->flags & VCFG_F_AUTO) && strcmp(value, "auto") == 0) {
+			v = VCFG_AUTO;
+		} else if (!parse_u64(value, &v)) {
+			add_err(err, KEYFMT "'%s' is not a whole number%s", where, k->section, k->name, value,
+				(k->flags & VCFG_F_AUTO) ? " or auto" : "");
+			return -EINVAL;
+		} else if (v < k->min || v > k->max) {
+			add_err(err, KEYFMT "%s is out of bounds [%llu, %llu]", where, k->section, k->name, value,
+				(unsigned long long)k->min, (unsigned long long)k->max);
+			return -EINVAL;
+		} else if ((k->flags & VCFG_F_POW2) && !is_pow2(v)) {
+			add_err(err, KEYFMT "%s is not a power of two (bounds [%llu, %llu])", where, k->section,
+				k->name, value, (unsigned long long)k->min, (unsigned long long)k->max);
+			return -EINVAL;
+		}
+		if (k->type == VCFG_U64)
+			*(uint64_t *)field = v;
+		else
+			*(unsigned *)field = (unsigned)v;
+		return 0;
+	case VCFG_ENUM:
+		for (unsigned i = 0; k->choices[i]; i++) {
+			if (strcasecmp(value, k->choices[i]) == 0) {
+				/* log.level is stored as its syslog level */
+				*(int *)field = (int)i + (k->choices == level_names ? LOG_ERR : 0);
+				return 0;
+			}
+		}
+		{
+			char list[128] = "";
+			size_t off = 0;
+			for (unsigned i = 0; k->choices[i] && off < sizeof(list); i++)
+				off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s",
+							i ? ", " : "", k->choices[i]);
+			add_err(err, KEYFMT "'%s' is not one of: %s", where, k->section, k->name, value, list);
+		}
+		return -EINVAL;
+	case VCFG_STRING: {
+		size_t len = strlen(value);
+		if (len < k->min || len > k->max) {
+			add_err(err, KEYFMT "length %zu is out of bounds [%llu, %llu]", where, k->section, k->name,
+				len, (unsigned long long)k->min, (unsigned long long)k->max);
+			return -EINVAL;
+		}
+		if (strcmp(k->name, "group") == 0 && strcmp(value, "none") == 0)
+			len = 0;
+		memcpy(field, value, len);
+		field[len] = '\0';
+		return 0;
+	}
+	case VCFG_MODE: {
+		char *end;
+		errno = 0;
+		unsigned long m = strtoul(value, &end, 8);
+		if (errno || *end || !*value || value[0] == '-' || m > k->max) {
+			add_err(err, KEYFMT "'%s' is not an octal mode in [0, 0777]", where, k->section, k->name, value);
+			return -EINVAL;
+		}
+		*(unsigned *)field = (unsigned)m;
+		return 0;
+	}
+	case VCFG_LISTEN: {
+		struct vcfg_listen tmp[VCFG_MAX_LISTEN];
+		unsigned n = 0;
+		char *copy = strdup(value), *save = NULL;
+		int rc = 0;
+		if (!copy)
+			return -ENOMEM;
+		for (char *tok = strtok_r(copy, " ,\t", &save); tok; tok = strtok_r(NULL, " ,\t", &save)) {
+			if (n == VCFG_MAX_LISTEN) {
+				add_err(err, KEYFMT "more than %d addresses", where, k->section, k->name, VCFG_MAX_LISTEN);
+				rc = -EINVAL;
+				break;
+			}
+			if (parse_listen_one(tok, &tmp[n]) < 0) {
+				add_err(err, KEYFMT "'%s' is not an address:port (e.g. 127.0.0.1:8080 or [::1]:8080)",
+					where, k->section, k->name, tok);
+				rc = -EINVAL;
+				break;
+			}
+			n++;
+		}
+		free(copy);
+		if (rc == 0 && n == 0) {
+			add_err(err, KEYFMT "needs at least one address", where, k->section, k->name);
+			rc = -EINVAL;
+		}
+		if (rc == 0) {
+			memcpy(cfg->server.listen, tmp, n * sizeof(tmp[0]));
+			cfg->server.n_listen = n;
+		}
+		return rc;
+	}
+	}
+	return -EINVAL;
+}
+
+void vcfg_defaults(struct vcfg *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	for (size_t i = 0; i < VB_ARRAY_SIZE(schema); i++) {
+		int rc = vcfg_set(cfg, &schema[i], schema[i].def, "default", NULL);
+		VB_BUG_ON(rc != 0);
+	}
+}
+
+void vcfg_format(const struct vcfg *cfg, const struct vcfg_key *k, char *buf, size_t len)
+{
+	const char *field = (const char *)cfg + k->offset;
+
+	switch (k->type) {
+	case VCFG_BOOL:
+		snprintf(buf, len, "%s", *(const bool *)field ? "on" : "off");
+		break;
+	case VCFG_UINT:
+		if ((k->flags & VCFG_F_AUTO) && *(const unsigned *)field == VCFG_AUTO)
+			snprintf(buf, len, "auto");
+		else
+			snprintf(buf, len, "%u", *(const unsigned *)field);
+		break;
+	case VCFG_U64:
+		snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)field);
+		break;
+	case VCFG_ENUM: {
+		int v = *(const int *)field - (k->choices == level_names ? LOG_ERR : 0);
+		snprintf(buf, len, "%s", k->choices[v]);
+		break;
+	}
+	case VCFG_STRING:
+		snprintf(buf, len, "%s", (strcmp(k->name, "group") == 0 && !*field) ? "none" : field);
+		break;
+	case VCFG_MODE:
+		snprintf(buf, len, "0%o", *(const unsigned *)field);
+		break;
+	case VCFG_LISTEN: {
+		size_t off = 0;
+		buf[0] = '\0';
+		for (unsigned i = 0; i < cfg->server.n_listen && off < len; i++)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? " " : "",
+						cfg->server.listen[i].text);
+		break;
+	}
+	}
+}
+
+void vcfg_dump(const struct vcfg *cfg, FILE *fp)
+{
+	const char *section = "";
+	char buf[VCFG_MAX_LISTEN * 64];
+
+	for (size_t i = 0; i < VB_ARRAY_SIZE(schema); i++) {
+		if (strcmp(section, schema[i].section) != 0) {
+			section = schema[i].section;
+			fprintf(fp, "%s[%s]\n", i ? "\n" : "", section);
+		}
+		vcfg_format(cfg, &schema[i], buf, sizeof(buf));
+		fprintf(fp, "%s = %s\n", schema[i].name, buf);
+	}
+}
+
+/* ------------------------------------------------------------------ suggestions */
+
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t row[64];
+
+	if (la >= VB_ARRAY_SIZE(row) || lb >= VB_ARRAY_SIZE(row))
+		return SIZE_MAX;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t prev = row[0];
+		row[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t cur = row[j];
+			size_t sub = prev + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+			size_t best = row[j] + 1 < row[j - 1] + 1 ? row[j] + 1 : row[j - 1] + 1;
+			row[j] = best < sub ? best : sub;
+			prev = cur;
+		}
+	}
+	return row[lb];
+}
+
+/* The nearest known "section.key" (or section name when key is NULL), when
+ * it is close enough to be a plausible typo. */
+static const char *suggest(const char *section, const char *key, char *buf, size_t len)
+{
+	size_t best = SIZE_MAX, best_d = SIZE_MAX;
+	const struct vcfg_key *bk = NULL;
+
+	for (size_t i = 0; i < VB_ARRAY_SIZE(schema); i++) {
+		/* A key is matched by name; the same section wins a tie. */
+		const char *have = key ? key : section;
+		const char *want = key ? schema[i].name : schema[i].section;
+		size_t d = edit_distance(have, want);
+		size_t score = 2 * d + (key && strcmp(section, schema[i].section) != 0);
+		if (score < best) {
+			best = score;
+			best_d = d;
+			bk = &schema[i];
+		}
+	}
+	if (!bk || best_d > strlen(key ? key : section) / 3 + 1)
+		return NULL;
+	if (key)
+		snprintf(buf, len, "%s.%s", bk->section, bk->name);
+	else
+		snprintf(buf, len, "%s", bk->section);
+	return buf;
+}
+
+/* ------------------------------------------------------------------ files */
+
+struct load_ctx {
+	struct vcfg *cfg;
+	struct vcfg_errors *err;
+	const char *name;
+	int errors;
+	/* line reader state */
+	FILE *fp;
+	const char *text;
+	int line;
+	bool too_long;
+	/* duplicate detection: line each key was set on, 0 = not yet */
+	int set_line[64];
+};
+
+static char *read_line(char *str, int num, void *stream)
+{
+	struct load_ctx *c = stream;
+	size_t n = 0;
+	int ch;
+
+	if (c->fp) {
+		ch = fgetc(c->fp);
+		if (ch == EOF)
+			return NULL;
+		while (ch != EOF) {
+			if (n + 2 < (size_t)num)
+				str[n++] = (char)ch;
+			else if (ch != '\n' && ch != '\r')
+				c->too_long = true;
+			if (ch == '\n')
+				break;
+			ch = fgetc(c->fp);
+		}
+	} else {
+		if (!*c->text)
+			return NULL;
+		while (*c->text) {
+			ch = *c->text++;
+			if (n + 2 < (size_t)num)
+				str[n++] = (char)ch;
+			else if (ch != '\n' && ch != '\r')
+				c->too_long = true;
+			if (ch == '\n')
+				break;
+		}
+	}
+	str[n] = '\0';
+	c->line++;
+	if (c->too_long) {
+		add_err(c->err, "%s:%d: line longer than %d characters", c->name, c->line, num - 3);
+		c->errors++;
+		c->too_long = false;
+		str[0] = '\0'; /* skip it */
+	}
+	return str;
+}
+
+static int on_key(void *user, const char *section, const char *name, const char *value)
+{
+	struct load_ctx *c = user;
+	char where[PATH_MAX + 16], sug[96];
+	const struct vcfg_key *k = vcfg_key_find(section, name);
+
+	snprintf(where, sizeof(where), "%s:%d", c->name, c->line);
+	if (!k) {
+		bool section_known = false;
+		for (size_t i = 0; i < VB_ARRAY_SIZE(schema); i++)
+			section_known |= strcmp(schema[i].section, section) == 0;
+		if (!*section) {
+			const char *s = suggest("", name, sug, sizeof(sug));
+			add_err(c->err, "%s: %s: key outside any [section]%s%s%s", where, name,
+				s ? " (did you mean " : "", s ? s : "", s ? "?)" : "");
+		} else if (!section_known) {
+			const char *s = suggest(section, NULL, sug, sizeof(sug));
+			add_err(c->err, "%s: %s.%s: unknown section [%s]%s%s%s", where, section, name, section,
+				s ? " (did you mean [" : "", s ? s : "", s ? "]?)" : "");
+		} else {
+			const char *s = suggest(section, name, sug, sizeof(sug));
+			add_err(c->err, "%s: %s.%s: unknown key%s%s%s", where, section, name,
+				s ? " (did you mean " : "", s ? s : "", s ? "?)" : "");
+		}
+		c->errors++;
+		return 1;
+	}
+	size_t idx = (size_t)(k - schema);
+	if (c->set_line[idx]) {
+		add_err(c->err, "%s: %s.%s: duplicate key (first set on line %d)", where, section, name,
+			c->set_line[idx]);
+		c->errors++;
+		return 1;
+	}
+	c->set_line[idx] = c->line;
+	if (vcfg_set(c->cfg, k, value, where, c->err) < 0)
+		c->errors++;
+	return 1;
+}
+
+static int load(struct load_ctx *c)
+{
+	static_assert(VB_ARRAY_SIZE(schema) <= VB_ARRAY_SIZE(((struct load_ctx *)0)->set_line),
+		      "set_line too small for the schema");
+#if HAVE_DECL_INI_ALLOW_MULTILINE
+	ini_allow_multiline = false;
+#endif
+	int rc = ini_parse_stream(read_line, c, on_key, c);
+	if (rc > 0) {
+		/* inih reports the first line it could not parse. */
+		add_err(c->err, "%s:%d: syntax error: expected '[section]' or 'key = value'", c->name, rc);
+		c->errors++;
+	} else if (rc < 0) {
+		add_err(c->err, "%s: cannot parse (out of memory)", c->name);
+		c->errors++;
+	}
+	if (c->errors == 0)
+		c->errors += vcfg_validate(c->cfg, c->name, c->err);
+	return c->errors;
+}
+
+int vcfg_load_file(struct vcfg *cfg, const char *path, struct vcfg_errors *err)
+{
+	struct load_ctx c = { .cfg = cfg, .err = err, .name = path };
+
+	c.fp = fopen(path, "re");
+	if (!c.fp) {
+		add_err(err, "%s: cannot open: %s", path, strerror(errno));
+		return 1;
+	}
+	int n = load(&c);
+	fclose(c.fp);
+	return n;
+}
+
+int vcfg_load_string(struct vcfg *cfg, const char *name, const char *text, struct vcfg_errors *err)
+{
+	struct load_ctx c = { .cfg = cfg, .err = err, .name = name, .text = text };
+	return load(&c);
+}
+
+int vcfg_override(struct vcfg *cfg, const char *assignment, struct vcfg_errors *err)
+{
+	char section[64], key[64], sug[96];
+	const char *dot = strchr(assignment, '.');
+	const char *eq = strchr(assignment, '=');
+
+	if (!dot || !eq || dot > eq || (size_t)(dot - assignment) >= sizeof(section) ||
+	    (size_t)(eq - dot - 1) >= sizeof(key)) {
+		add_err(err, "-s %s: expected SECTION.KEY=VALUE", assignment);
+		return 1;
+	}
+	memcpy(section, assignment, (size_t)(dot - assignment));
+	section[dot - assignment] = '\0';
+	memcpy(key, dot + 1, (size_t)(eq - dot - 1));
+	key[eq - dot - 1] = '\0';
+	const struct vcfg_key *k = vcfg_key_find(section, key);
+	if (!k) {
+		const char *s = suggest(section, key, sug, sizeof(sug));
+		add_err(err, "-s: %s.%s: unknown key%s%s%s", section, key, s ? " (did you mean " : "",
+			s ? s : "", s ? "?)" : "");
+		return 1;
+	}
+	return vcfg_set(cfg, k, eq + 1, "-s", err) < 0 ? 1 : 0;
+}
+
+int vcfg_validate(const struct vcfg *cfg, const char *where, struct vcfg_errors *err)
+{
+	int n = 0;
+
+	if (cfg->scheduler.global_interval_min > cfg->scheduler.global_interval_max) {
+		add_err(err, "%s: scheduler.global_interval_min: %u is greater than scheduler.global_interval_max (%u)",
+			where, cfg->scheduler.global_interval_min, cfg->scheduler.global_interval_max);
+		n++;
+	}
+	for (unsigned i = 0; i < cfg->server.n_listen; i++)
+		for (unsigned j = 0; j < i; j++)
+			if (strcmp(cfg->server.listen[i].text, cfg->server.listen[j].text) == 0) {
+				add_err(err, "%s: server.listen: %s is listed twice", where, cfg->server.listen[i].text);
+				n++;
+			}
+	return n;
+}
+
+void vcfg_resolve(struct vcfg *cfg)
+{
+	if (cfg->scheduler.workers == VCFG_AUTO) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		cfg->scheduler.workers = n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
+	}
+	if (cfg->stages.exec_tasks == VCFG_AUTO)
+		cfg->stages.exec_tasks = 4 * cfg->scheduler.workers;
+	if (cfg->stages.write_tasks == VCFG_AUTO)
+		cfg->stages.write_tasks = 2 * cfg->scheduler.workers;
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * voltd/cfg.h: voltd.conf. One schema table (cfg.c) drives parsing
+ * (inih), validation, overrides (-s), the effective-config dump, the
+ * documentation checks and the tests.
+ *
+ * Threading: a struct vcfg is built and validated by one thread and then
+ * treated as read-only; live-tunable keys are changed through the owning
+ * subsystem (e.g. vrt_set_*), never by writing a shared vcfg.
+ */
+#ifndef VOLTD_VOLTD_CFG_H
+#define VOLTD_VOLTD_CFG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/socket.h>
+
+#define VCFG_MAX_LISTEN 16
+#define VCFG_AUTO 0 /* value of an "auto" count before it is resolved */
+
+enum vcfg_backend { VCFG_BACKEND_AUTO, VCFG_BACKEND_URING, VCFG_BACKEND_LIBEV };
+enum vcfg_on_full { VCFG_ON_FULL_WAIT, VCFG_ON_FULL_SHED };
+
+struct vcfg_listen {
+	struct sockaddr_storage addr;
+	socklen_t len;
+	char text[80]; /* as written, normalised: "127.0.0.1:8080", "[::1]:8080" */
+};
+
+struct vcfg {
+	struct {
+		unsigned workers; /* VCFG_AUTO: online CPUs (vcfg_resolve) */
+		bool stealing;
+		unsigned global_interval_min, global_interval_max;
+		unsigned global_batch_max;
+		bool lifo_slot;
+		unsigned lifo_poll_cap;
+		unsigned budget;
+		unsigned park_timeout_ms;
+	} scheduler;
+	struct {
+		enum vcfg_backend backend;
+		unsigned ring_entries;
+		unsigned recv_buffer_size;
+		unsigned recv_buffers;
+	} io;
+	struct {
+		struct vcfg_listen listen[VCFG_MAX_LISTEN];
+		unsigned n_listen;
+		unsigned backlog;
+		unsigned max_connections;
+		unsigned header_timeout_ms, body_timeout_ms, idle_timeout_ms;
+		unsigned max_header_bytes;
+		unsigned max_body_bytes;
+		unsigned max_pipeline;
+	} server;
+	struct {
+		unsigned exec_tasks, write_tasks; /* VCFG_AUTO: from workers */
+		unsigned jobs_capacity, replies_capacity;
+		enum vcfg_on_full on_full;
+		unsigned retry_after_s;
+	} stages;
+	struct {
+		uint64_t spin_max_n;
+		unsigned sleep_max_ms;
+		unsigned slice_us;
+	} jobs;
+	struct {
+		char socket[108];
+		unsigned mode;
+		char group[64]; /* "" = none */
+	} control;
+	struct {
+		int level; /* syslog level */
+	} log;
+};
+
+enum vcfg_type {
+	VCFG_BOOL, VCFG_UINT, VCFG_U64, VCFG_ENUM, VCFG_STRING, VCFG_MODE, VCFG_LISTEN,
+};
+
+#define VCFG_F_LIVE  (1u << 0) /* can change while running */
+#define VCFG_F_AUTO  (1u << 1) /* accepts "auto" (stored as VCFG_AUTO) */
+#define VCFG_F_POW2  (1u << 2) /* must be a power of two */
+
+/* One row of the schema. Public, read-only. */
+struct vcfg_key {
+	const char *section;
+	const char *name;
+	enum vcfg_type type;
+	const char *def;               /* default, as written in voltd.conf */
+	uint64_t min, max;             /* bounds of numbers; max length of strings */
+	unsigned flags;
+	const char *const *choices;    /* VCFG_ENUM: NULL-terminated names */
+	size_t offset;                 /* of the field in struct vcfg */
+	const char *doc;               /* one line */
+};
+
+/* The schema, in file order; *n receives the number of rows. */
+const struct vcfg_key *vcfg_schema(size_t *n);
+const struct vcfg_key *vcfg_key_find(const char *section, const char *name);
+
+/*
+ * Error list: every problem found, each one line
+ * "FILE:LINE: section.key: problem". Caller-owned; vcfg_errors_fini frees.
+ */
+struct vcfg_errors {
+	char **msg;
+	size_t n, cap;
+};
+void vcfg_errors_fini(struct vcfg_errors *e);
+
+/* All defaults ("auto" left as VCFG_AUTO). */
+void vcfg_defaults(struct vcfg *cfg);
+/* Read FILE over cfg. Returns the number of errors added (0 = fine). A file
+ * that cannot be opened is one error. */
+int vcfg_load_file(struct vcfg *cfg, const char *path, struct vcfg_errors *err);
+/* Same from a string (tests); `name` stands for the file name in messages. */
+int vcfg_load_string(struct vcfg *cfg, const char *name, const char *text,
+		     struct vcfg_errors *err);
+/* Apply "section.key=value" (the -s option). Returns errors added. */
+int vcfg_override(struct vcfg *cfg, const char *assignment, struct vcfg_errors *err);
+/* Set one key from its text form; 0 or -EINVAL with a message in err
+ * (prefixed by `where`, e.g. "FILE:LINE"). */
+int vcfg_set(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
+	     const char *where, struct vcfg_errors *err);
+/* Cross-key rules. Returns errors added. */
+int vcfg_validate(const struct vcfg *cfg, const char *where, struct vcfg_errors *err);
+/* Replace "auto" counts by concrete values (workers = online CPUs, ...). */
+void vcfg_resolve(struct vcfg *cfg);
+/* Text of a key's current value into buf. */
+void vcfg_format(const struct vcfg *cfg, const struct vcfg_key *k, char *buf, size_t len);
+/* Effective configuration, one "section.key = value" line each, to fp. */
+void vcfg_dump(const struct vcfg *cfg, FILE *fp);
+
+#endif

@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: MIT
+"""voltd's command line and lifecycle: -V, -h, -t/-T on good and bad files,
+-s overrides, and a foreground daemon stopped by signals."""
+import os
+import re
+import signal
+
+from conftest import SRCDIR, run_voltd
+
+EX_CONFIG = 78
+
+
+def write(tmp_path, text, name="voltd.conf"):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def test_version_lists_features():
+    r = run_voltd("-V")
+    assert r.returncode == 0
+    assert re.match(r"voltd \d+\.\d+\.\d+\n", r.stdout)
+    assert "io_uring" in r.stdout and "libev" in r.stdout and "systemd" in r.stdout
+
+
+def test_help_and_bad_option():
+    r = run_voltd("-h")
+    assert r.returncode == 0 and "usage: voltd" in r.stdout
+    r = run_voltd("-x")
+    assert r.returncode == 64 and "usage: voltd" in r.stderr
+    r = run_voltd("stray")
+    assert r.returncode == 64 and "unexpected argument 'stray'" in r.stderr
+
+
+def test_shipped_config_is_valid():
+    r = run_voltd("-t", "-c", os.path.join(SRCDIR, "conf", "voltd.conf"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("configuration OK")
+
+
+def test_good_file(tmp_path):
+    path = write(tmp_path, "[scheduler]\nworkers = 2\n[server]\nlisten = 127.0.0.1:9999\n")
+    r = run_voltd("-t", "-c", path)
+    assert r.returncode == 0
+    assert r.stdout == "configuration OK: %s\n" % path
+
+
+def test_dump_shows_effective_values(tmp_path):
+    path = write(tmp_path, "[scheduler]\nworkers = 2\n")
+    r = run_voltd("-T", "-c", path, "-s", "scheduler.budget=99")
+    assert r.returncode == 0, r.stderr
+    assert "[scheduler]\nworkers = 2\n" in r.stdout
+    assert "budget = 99\n" in r.stdout
+    assert "listen = 127.0.0.1:8080\n" in r.stdout
+
+
+def check_bad(tmp_path, text, expected):
+    path = write(tmp_path, text)
+    r = run_voltd("-t", "-c", path)
+    assert r.returncode == EX_CONFIG, (r.stdout, r.stderr)
+    assert expected % {"f": path} in r.stderr, r.stderr
+    assert "configuration OK" not in r.stdout
+
+
+def test_unknown_key(tmp_path):
+    check_bad(tmp_path, "[scheduler]\nworkrs = 2\n",
+              "%(f)s:2: scheduler.workrs: unknown key (did you mean scheduler.workers?)")
+
+
+def test_unknown_section(tmp_path):
+    check_bad(tmp_path, "[sever]\nbacklog = 2\n", "%(f)s:2: sever.backlog: unknown section [sever] (did you mean [server]?)")
+
+
+def test_duplicate_key(tmp_path):
+    check_bad(tmp_path, "[io]\nbackend = uring\nbackend = libev\n",
+              "%(f)s:3: io.backend: duplicate key (first set on line 2)")
+
+
+def test_bad_type(tmp_path):
+    check_bad(tmp_path, "[scheduler]\nstealing = sometimes\n",
+              "%(f)s:2: scheduler.stealing: 'sometimes' is not a boolean (use on or off)")
+
+
+def test_out_of_bounds(tmp_path):
+    check_bad(tmp_path, "[scheduler]\nbudget = 5000\n",
+              "%(f)s:2: scheduler.budget: 5000 is out of bounds [1, 4096]")
+
+
+def test_cross_key_rule(tmp_path):
+    check_bad(tmp_path, "[scheduler]\nglobal_interval_min = 9\nglobal_interval_max = 8\n",
+              "%(f)s: scheduler.global_interval_min: 9 is greater than scheduler.global_interval_max (8)")
+
+
+def test_every_error_is_reported(tmp_path):
+    path = write(tmp_path, "[scheduler]\nworkers = 0\nbudget = x\n[nope]\nk = 1\n")
+    r = run_voltd("-t", "-c", path)
+    assert r.returncode == EX_CONFIG
+    lines = r.stderr.strip().split("\n")
+    assert [l.split(": ")[0] for l in lines] == ["%s:2" % path, "%s:3" % path, "%s:5" % path]
+
+
+def test_missing_explicit_file(tmp_path):
+    r = run_voltd("-t", "-c", str(tmp_path / "absent.conf"))
+    assert r.returncode == EX_CONFIG
+    assert "absent.conf: cannot open: No such file or directory" in r.stderr
+
+
+def test_override_error(tmp_path):
+    path = write(tmp_path, "")
+    r = run_voltd("-t", "-c", path, "-s", "scheduler.budget=0")
+    assert r.returncode == EX_CONFIG
+    assert "-s: scheduler.budget: 0 is out of bounds [1, 4096]" in r.stderr
+    r = run_voltd("-t", "-c", path, "-s", "scheduler.global_interval_min=200", "-s", "scheduler.global_interval_max=100")
+    assert r.returncode == EX_CONFIG
+    assert "scheduler.global_interval_min: 200 is greater than" in r.stderr
+
+
+def test_bad_config_does_not_start(tmp_path):
+    path = write(tmp_path, "[server]\nlisten = nowhere\n")
+    r = run_voltd("-f", "-c", path, timeout=10)
+    assert r.returncode == EX_CONFIG
+    assert "server.listen: 'nowhere' is not an address:port" in r.stderr
+
+
+def test_foreground_stops_on_sigterm(daemon, tmp_path):
+    d = daemon("-c", write(tmp_path, ""))
+    assert d.proc.poll() is None
+    assert d.stop(signal.SIGTERM) == 0
+    assert "Terminated received, stopping" in d.log()
+    assert "voltd stopped" in d.log()
+
+
+def test_foreground_stops_on_sigint(daemon, tmp_path):
+    d = daemon("-c", write(tmp_path, ""))
+    assert d.stop(signal.SIGINT) == 0
+    assert "Interrupt received, stopping" in d.log()
+
+
+def test_debug_logs_effective_config(daemon, tmp_path):
+    d = daemon("-c", write(tmp_path, "[log]\nlevel = debug\n"), "-s", "scheduler.workers=2")
+    log = d.log()
+    assert "effective configuration:" in log
+    assert "workers = 2" in log
+    assert "level = debug" in log
+
+
+def test_sighup_keeps_running_config_on_error(daemon, tmp_path):
+    path = write(tmp_path, "[log]\nlevel = info\n")
+    d = daemon("-c", path)
+    write(tmp_path, "[log]\nlevel = shouting\n")
+    d.proc.send_signal(signal.SIGHUP)
+    d.wait_log("keeping the running one")
+    assert "log.level: 'shouting' is not one of" in d.log()
+    write(tmp_path, "[log]\nlevel = debug\n")
+    d.proc.send_signal(signal.SIGHUP)
+    d.wait_log("reload: configuration re-read")
+    assert d.proc.poll() is None
+    assert d.stop() == 0

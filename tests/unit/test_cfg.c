@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/unit/test_cfg.c: the configuration schema, parser and validator:
+ * a good file, every kind of error with its message, overrides, every
+ * default, and that every schema key is documented in man/voltd.conf.5
+ * and conf/voltd.conf.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "voltd/cfg.h"
+
+static int load(struct vcfg *cfg, const char *text, struct vcfg_errors *err)
+{
+	vcfg_defaults(cfg);
+	return vcfg_load_string(cfg, "t.conf", text, err);
+}
+
+/* Exactly one error, and it contains `want`. */
+static void expect_one_error(const char *text, const char *want)
+{
+	struct vcfg cfg;
+	struct vcfg_errors err = { 0 };
+	int n = load(&cfg, text, &err);
+
+	if (n != 1 || err.n != 1 || !strstr(err.msg[0], want)) {
+		for (size_t i = 0; i < err.n; i++)
+			print_error("got: %s\n", err.msg[i]);
+		print_error("want one error containing: %s\n", want);
+		fail();
+	}
+	vcfg_errors_fini(&err);
+}
+
+static void test_good_file(void **state)
+{
+	struct vcfg cfg;
+	struct vcfg_errors err = { 0 };
+	const char *text =
+		"# comment\n"
+		"[scheduler]\n"
+		"workers = 3\n"
+		"stealing = off\n"
+		"global_interval_min = 10\n"
+		"global_interval_max = 20\n"
+		"budget = 64 ; inline comment\n"
+		"\n"
+		"[io]\n"
+		"backend = libev\n"
+		"ring_entries = 1024\n"
+		"[server]\n"
+		"listen = 127.0.0.1:9000, [::1]:9001\n"
+		"max_body_bytes = 0\n"
+		"[stages]\n"
+		"on_full = shed\n"
+		"exec_tasks = 7\n"
+		"[jobs]\n"
+		"spin_max_n = 5000000000\n"
+		"[control]\n"
+		"socket = /tmp/x.sock\n"
+		"mode = 0600\n"
+		"group = adm\n"
+		"[log]\n"
+		"level = debug\n";
+
+	(void)state;
+	assert_int_equal(load(&cfg, text, &err), 0);
+	assert_int_equal(err.n, 0);
+	assert_int_equal(cfg.scheduler.workers, 3);
+	assert_false(cfg.scheduler.stealing);
+	assert_int_equal(cfg.scheduler.global_interval_min, 10);
+	assert_int_equal(cfg.scheduler.global_interval_max, 20);
+	assert_int_equal(cfg.scheduler.budget, 64);
+	assert_int_equal(cfg.io.backend, VCFG_BACKEND_LIBEV);
+	assert_int_equal(cfg.io.ring_entries, 1024);
+	assert_int_equal(cfg.server.n_listen, 2);
+	assert_string_equal(cfg.server.listen[0].text, "127.0.0.1:9000");
+	assert_string_equal(cfg.server.listen[1].text, "[::1]:9001");
+	assert_int_equal(cfg.server.listen[1].addr.ss_family, AF_INET6);
+	assert_int_equal(ntohs(((struct sockaddr_in *)&cfg.server.listen[0].addr)->sin_port), 9000);
+	assert_int_equal(cfg.server.max_body_bytes, 0);
+	assert_int_equal(cfg.stages.on_full, VCFG_ON_FULL_SHED);
+	assert_int_equal(cfg.stages.exec_tasks, 7);
+	assert_true(cfg.jobs.spin_max_n == 5000000000ull);
+	assert_string_equal(cfg.control.socket, "/tmp/x.sock");
+	assert_int_equal(cfg.control.mode, 0600);
+	assert_string_equal(cfg.control.group, "adm");
+	assert_int_equal(cfg.log.level, LOG_DEBUG);
+}
+
+static void test_every_default(void **state)
+{
+	struct vcfg cfg;
+	size_t n;
+	const struct vcfg_key *k = vcfg_schema(&n);
+	char buf[1024];
+
+	(void)state;
+	vcfg_defaults(&cfg);
+	for (size_t i = 0; i < n; i++) {
+		vcfg_format(&cfg, &k[i], buf, sizeof(buf));
+		if (strcmp(buf, k[i].def) != 0) {
+			print_error("%s.%s: default formats as '%s', schema says '%s'\n", k[i].section,
+				    k[i].name, buf, k[i].def);
+			fail();
+		}
+		assert_non_null(k[i].doc);
+		assert_true(strlen(k[i].doc) > 10);
+	}
+	/* Spot-check the typed values against the starting schema. */
+	assert_int_equal(cfg.scheduler.workers, VCFG_AUTO);
+	assert_true(cfg.scheduler.stealing);
+	assert_int_equal(cfg.scheduler.global_interval_min, 8);
+	assert_int_equal(cfg.scheduler.global_interval_max, 255);
+	assert_int_equal(cfg.scheduler.global_batch_max, 64);
+	assert_true(cfg.scheduler.lifo_slot);
+	assert_int_equal(cfg.scheduler.lifo_poll_cap, 3);
+	assert_int_equal(cfg.scheduler.budget, 128);
+	assert_int_equal(cfg.scheduler.park_timeout_ms, 10);
+	assert_int_equal(cfg.io.backend, VCFG_BACKEND_AUTO);
+	assert_int_equal(cfg.io.ring_entries, 4096);
+	assert_int_equal(cfg.io.recv_buffer_size, 16384);
+	assert_int_equal(cfg.io.recv_buffers, 256);
+	assert_int_equal(cfg.server.n_listen, 1);
+	assert_string_equal(cfg.server.listen[0].text, "127.0.0.1:8080");
+	assert_int_equal(cfg.server.backlog, 1024);
+	assert_int_equal(cfg.server.max_connections, 10000);
+	assert_int_equal(cfg.server.header_timeout_ms, 10000);
+	assert_int_equal(cfg.server.body_timeout_ms, 30000);
+	assert_int_equal(cfg.server.idle_timeout_ms, 60000);
+	assert_int_equal(cfg.server.max_header_bytes, 16384);
+	assert_int_equal(cfg.server.max_body_bytes, 1048576);
+	assert_int_equal(cfg.server.max_pipeline, 64);
+	assert_int_equal(cfg.stages.exec_tasks, VCFG_AUTO);
+	assert_int_equal(cfg.stages.write_tasks, VCFG_AUTO);
+	assert_int_equal(cfg.stages.jobs_capacity, 1024);
+	assert_int_equal(cfg.stages.replies_capacity, 1024);
+	assert_int_equal(cfg.stages.on_full, VCFG_ON_FULL_WAIT);
+	assert_int_equal(cfg.stages.retry_after_s, 1);
+	assert_true(cfg.jobs.spin_max_n == 1000000000ull);
+	assert_int_equal(cfg.jobs.sleep_max_ms, 60000);
+	assert_string_equal(cfg.control.socket, "/run/voltd/control.sock");
+	assert_int_equal(cfg.control.mode, 0660);
+	assert_string_equal(cfg.control.group, "");
+	assert_int_equal(cfg.log.level, LOG_INFO);
+
+	vcfg_resolve(&cfg);
+	assert_true(cfg.scheduler.workers >= 1);
+	assert_int_equal(cfg.stages.exec_tasks, 4 * cfg.scheduler.workers);
+	assert_int_equal(cfg.stages.write_tasks, 2 * cfg.scheduler.workers);
+}
+
+static void test_unknown_key_suggests(void **state)
+{
+	(void)state;
+	expect_one_error("[scheduler]\nworkes = 2\n",
+			 "t.conf:2: scheduler.workes: unknown key (did you mean scheduler.workers?)");
+	expect_one_error("[server]\n\nmax_pipelin = 2\n",
+			 "t.conf:3: server.max_pipelin: unknown key (did you mean server.max_pipeline?)");
+	/* A key that belongs to another section is suggested there. */
+	expect_one_error("[server]\nbudget = 2\n",
+			 "t.conf:2: server.budget: unknown key (did you mean scheduler.budget?)");
+	expect_one_error("[server]\nzzzzzzzzzz = 1\n", "t.conf:2: server.zzzzzzzzzz: unknown key");
+}
+
+static void test_unknown_section(void **state)
+{
+	(void)state;
+	expect_one_error("[schedular]\nworkers = 2\n",
+			 "t.conf:2: schedular.workers: unknown section [schedular] (did you mean [scheduler]?)");
+	expect_one_error("workers = 2\n", "t.conf:1: workers: key outside any [section]");
+}
+
+static void test_duplicate_key(void **state)
+{
+	(void)state;
+	expect_one_error("[scheduler]\nbudget = 2\nbudget = 3\n",
+			 "t.conf:3: scheduler.budget: duplicate key (first set on line 2)");
+	/* The same key in a repeated section is a duplicate too. */
+	expect_one_error("[io]\nbackend = uring\n[server]\nbacklog = 2\n[io]\nbackend = libev\n",
+			 "t.conf:6: io.backend: duplicate key (first set on line 2)");
+}
+
+static void test_bad_types(void **state)
+{
+	(void)state;
+	expect_one_error("[scheduler]\nstealing = maybe\n",
+			 "t.conf:2: scheduler.stealing: 'maybe' is not a boolean (use on or off)");
+	expect_one_error("[scheduler]\nbudget = 12x\n", "t.conf:2: scheduler.budget: '12x' is not a whole number");
+	expect_one_error("[scheduler]\nbudget = -1\n", "t.conf:2: scheduler.budget: '-1' is not a whole number");
+	expect_one_error("[scheduler]\nworkers = many\n",
+			 "t.conf:2: scheduler.workers: 'many' is not a whole number or auto");
+	expect_one_error("[io]\nbackend = epoll\n",
+			 "t.conf:2: io.backend: 'epoll' is not one of: auto, uring, libev");
+	expect_one_error("[server]\nlisten = localhost\n",
+			 "t.conf:2: server.listen: 'localhost' is not an address:port");
+	expect_one_error("[server]\nlisten = 1.2.3.4:70000\n", "server.listen: '1.2.3.4:70000' is not an address:port");
+	expect_one_error("[control]\nmode = 0999\n", "t.conf:2: control.mode: '0999' is not an octal mode");
+	expect_one_error("[log]\nlevel = loud\n",
+			 "t.conf:2: log.level: 'loud' is not one of: err, warning, notice, info, debug");
+}
+
+static void test_out_of_bounds(void **state)
+{
+	(void)state;
+	expect_one_error("[scheduler]\nworkers = 0\n", "t.conf:2: scheduler.workers: 0 is out of bounds [1, 256]");
+	expect_one_error("[scheduler]\nworkers = 257\n", "scheduler.workers: 257 is out of bounds [1, 256]");
+	expect_one_error("[scheduler]\nlifo_poll_cap = 17\n", "scheduler.lifo_poll_cap: 17 is out of bounds [1, 16]");
+	expect_one_error("[scheduler]\nbudget = 4097\n", "scheduler.budget: 4097 is out of bounds [1, 4096]");
+	expect_one_error("[io]\nring_entries = 32\n", "io.ring_entries: 32 is out of bounds [64, 32768]");
+	expect_one_error("[io]\nring_entries = 1000\n",
+			 "t.conf:2: io.ring_entries: 1000 is not a power of two (bounds [64, 32768])");
+	expect_one_error("[control]\nsocket = \n", "control.socket: length 0 is out of bounds [1, 107]");
+}
+
+static void test_cross_key(void **state)
+{
+	(void)state;
+	expect_one_error("[scheduler]\nglobal_interval_min = 100\nglobal_interval_max = 50\n",
+			 "t.conf: scheduler.global_interval_min: 100 is greater than scheduler.global_interval_max (50)");
+	expect_one_error("[server]\nlisten = 127.0.0.1:1 127.0.0.1:1\n",
+			 "server.listen: 127.0.0.1:1 is listed twice");
+}
+
+static void test_syntax_error(void **state)
+{
+	(void)state;
+	expect_one_error("[scheduler]\njust some words\n",
+			 "t.conf:2: syntax error: expected '[section]' or 'key = value'");
+}
+
+static void test_several_errors_all_reported(void **state)
+{
+	struct vcfg cfg;
+	struct vcfg_errors err = { 0 };
+
+	(void)state;
+	assert_int_equal(load(&cfg, "[scheduler]\nworkers = 0\nbudget = x\n[nope]\na = 1\n", &err), 3);
+	assert_int_equal(err.n, 3);
+	assert_non_null(strstr(err.msg[0], "t.conf:2:"));
+	assert_non_null(strstr(err.msg[1], "t.conf:3:"));
+	assert_non_null(strstr(err.msg[2], "t.conf:5:"));
+	vcfg_errors_fini(&err);
+}
+
+static void test_indented_key_is_a_key(void **state)
+{
+	struct vcfg cfg;
+	struct vcfg_errors err = { 0 };
+
+	(void)state;
+	assert_int_equal(load(&cfg, "[scheduler]\n  workers = 2\n  budget = 9\n", &err), 0);
+	assert_int_equal(cfg.scheduler.workers, 2);
+	assert_int_equal(cfg.scheduler.budget, 9);
+}
+
+static void test_overrides(void **state)
+{
+	struct vcfg cfg;
+	struct vcfg_errors err = { 0 };
+
+	(void)state;
+	assert_int_equal(load(&cfg, "[scheduler]\nbudget = 9\n", &err), 0);
+	assert_int_equal(vcfg_override(&cfg, "scheduler.budget=77", &err), 0);
+	assert_int_equal(cfg.scheduler.budget, 77);
+	assert_int_equal(vcfg_override(&cfg, "server.listen=[::1]:8081", &err), 0);
+	assert_string_equal(cfg.server.listen[0].text, "[::1]:8081");
+	assert_int_equal(vcfg_override(&cfg, "control.socket=./run/c.sock", &err), 0);
+	assert_string_equal(cfg.control.socket, "./run/c.sock");
+	assert_int_equal(err.n, 0);
+
+	assert_int_equal(vcfg_override(&cfg, "scheduler.budgett=1", &err), 1);
+	assert_non_null(strstr(err.msg[0], "-s: scheduler.budgett: unknown key (did you mean scheduler.budget?)"));
+	assert_int_equal(vcfg_override(&cfg, "scheduler.budget=0", &err), 1);
+	assert_non_null(strstr(err.msg[1], "-s: scheduler.budget: 0 is out of bounds [1, 4096]"));
+	assert_int_equal(vcfg_override(&cfg, "nodot=1", &err), 1);
+	assert_non_null(strstr(err.msg[2], "expected SECTION.KEY=VALUE"));
+	assert_int_equal(cfg.scheduler.budget, 77); /* failed overrides change nothing */
+	vcfg_errors_fini(&err);
+}
+
+static void test_missing_file(void **state)
+{
+	struct vcfg cfg;
+	struct vcfg_errors err = { 0 };
+
+	(void)state;
+	vcfg_defaults(&cfg);
+	assert_int_equal(vcfg_load_file(&cfg, "/nonexistent/voltd.conf", &err), 1);
+	assert_non_null(strstr(err.msg[0], "/nonexistent/voltd.conf: cannot open: No such file or directory"));
+	vcfg_errors_fini(&err);
+}
+
+static void test_dump_roundtrip(void **state)
+{
+	struct vcfg a, b;
+	struct vcfg_errors err = { 0 };
+	char *text = NULL;
+	size_t len = 0;
+
+	(void)state;
+	assert_int_equal(load(&a, "[scheduler]\nworkers = 5\nstealing = off\n[server]\nlisten = 0.0.0.0:1 [::]:2\n"
+				  "[log]\nlevel = warning\n", &err), 0);
+	FILE *fp = open_memstream(&text, &len);
+	vcfg_dump(&a, fp);
+	fclose(fp);
+	/* The dump is itself a valid configuration with the same values. */
+	assert_int_equal(load(&b, text, &err), 0);
+	assert_int_equal(b.scheduler.workers, 5);
+	assert_false(b.scheduler.stealing);
+	assert_int_equal(b.server.n_listen, 2);
+	assert_string_equal(b.server.listen[1].text, "[::]:2");
+	assert_int_equal(b.log.level, LOG_WARNING);
+	free(text);
+}
+
+static char *slurp(const char *rel)
+{
+	const char *src = getenv("VOLTD_SRCDIR");
+	char path[4096];
+	FILE *fp;
+	char *buf = NULL;
+	size_t len = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", src ? src : ".", rel);
+	fp = fopen(path, "r");
+	if (!fp) {
+		print_error("cannot open %s\n", path);
+		return NULL;
+	}
+	FILE *out = open_memstream(&buf, &len);
+	int ch;
+	while ((ch = fgetc(fp)) != EOF)
+		fputc(ch, out);
+	fclose(out);
+	fclose(fp);
+	return buf;
+}
+
+/* Every schema key must be documented in voltd.conf(5) and in the sample
+ * conf/voltd.conf (commented with its default). */
+static void test_every_key_documented(void **state)
+{
+	size_t n;
+	const struct vcfg_key *k = vcfg_schema(&n);
+	char *man = slurp("man/voltd.conf.5");
+	char *conf = slurp("conf/voltd.conf");
+	char want[256];
+	int missing = 0;
+
+	(void)state;
+	assert_non_null(man);
+	assert_non_null(conf);
+	for (size_t i = 0; i < n; i++) {
+		/* man: the key appears as a tagged paragraph, ".B name" */
+		snprintf(want, sizeof(want), ".B %s\n", k[i].name);
+		if (!strstr(man, want)) {
+			print_error("man/voltd.conf.5 does not document %s.%s\n", k[i].section, k[i].name);
+			missing++;
+		}
+		/* conf: "#name = default" or "name = value" under its section */
+		snprintf(want, sizeof(want), "[%s]", k[i].section);
+		char *sec = strstr(conf, want);
+		snprintf(want, sizeof(want), "\n#%s = %s\n", k[i].name, k[i].def);
+		char *key = strstr(conf, want);
+		if (!sec || !key || key < sec) {
+			print_error("conf/voltd.conf lacks '#%s = %s' under [%s]\n", k[i].name, k[i].def,
+				    k[i].section);
+			missing++;
+		}
+	}
+	free(man);
+	free(conf);
+	assert_int_equal(missing, 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_good_file),
+		cmocka_unit_test(test_every_default),
+		cmocka_unit_test(test_unknown_key_suggests),
+		cmocka_unit_test(test_unknown_section),
+		cmocka_unit_test(test_duplicate_key),
+		cmocka_unit_test(test_bad_types),
+		cmocka_unit_test(test_out_of_bounds),
+		cmocka_unit_test(test_cross_key),
+		cmocka_unit_test(test_syntax_error),
+		cmocka_unit_test(test_several_errors_all_reported),
+		cmocka_unit_test(test_indented_key_is_a_key),
+		cmocka_unit_test(test_overrides),
+		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_dump_roundtrip),
+		cmocka_unit_test(test_every_key_documented),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
