@@ -6,3 +6,4 @@ libvolt_a_SOURCES += \
 	src/base/log.c src/base/log.h \
 	src/base/rng.h \
 	src/base/time.h
+libvolt_a_SOURCES += src/base/histogram.c src/base/histogram.h

@@ -1,2 +1,18 @@
 # SPDX-License-Identifier: MIT
 # src/http: sources, tests and benchmarks of this layer (included by Makefile.am).
+libvolt_a_SOURCES += \
+	src/http/parser.c src/http/parser.h \
+	src/http/response.c src/http/response.h \
+	src/http/query.c src/http/query.h
+
+# The http layer relies on llhttp's strict build: without it llhttp does not
+# check the CRLF after chunk data (bad chunk framing would pass) and accepts
+# a CR not followed by LF. The lead may move this flag into Makefile.am.
+libllhttp_a_CFLAGS += -DLLHTTP_STRICT_MODE=1
+
+check_PROGRAMS += tests/unit/test_histogram
+TESTS += tests/unit/test_histogram
+TSAN_TESTS += tests/unit/test_histogram
+tests_unit_test_histogram_SOURCES = tests/unit/test_histogram.c
+tests_unit_test_histogram_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_histogram_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS)
