@@ -16,3 +16,15 @@ TSAN_TESTS += tests/unit/test_histogram
 tests_unit_test_histogram_SOURCES = tests/unit/test_histogram.c
 tests_unit_test_histogram_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_histogram_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS)
+
+check_PROGRAMS += tests/unit/test_http_parser
+TESTS += tests/unit/test_http_parser
+tests_unit_test_http_parser_SOURCES = tests/unit/test_http_parser.c
+tests_unit_test_http_parser_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_http_parser_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
+
+check_PROGRAMS += tests/unit/test_http_response
+TESTS += tests/unit/test_http_response
+tests_unit_test_http_response_SOURCES = tests/unit/test_http_response.c
+tests_unit_test_http_response_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_http_response_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)

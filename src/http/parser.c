@@ -594,9 +594,11 @@ static bool version_well_formed(const struct vhttp_parser *p)
 
 static enum vhttp_event map_llhttp_error(struct vhttp_parser *p, llhttp_errno_t e)
 {
-	switch (e) {
-	case HPE_USER:
+	/* A callback of ours failed (llhttp reports HPE_USER for data
+	 * callbacks and HPE_CB_<name> for the others): its status decides. */
+	if (p->err_status)
 		return set_error(p, p->err_status, p->err_reason);
+	switch (e) {
 	case HPE_INVALID_VERSION:
 		if (version_well_formed(p))
 			return set_error(p, 505, "HTTP version not supported");
