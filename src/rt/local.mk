@@ -1,2 +1,16 @@
 # SPDX-License-Identifier: MIT
 # src/rt: sources, tests and benchmarks of this layer (included by Makefile.am).
+libvolt_a_SOURCES += \
+	src/rt/rt.h src/rt/internal.h \
+	src/rt/inject.c \
+	src/rt/rt.c \
+	src/rt/task.c \
+	src/rt/worker.c \
+	src/rt/wsq.c
+
+check_PROGRAMS += tests/unit/test_rt_basic
+TESTS += tests/unit/test_rt_basic
+TSAN_TESTS += tests/unit/test_rt_basic
+tests_unit_test_rt_basic_SOURCES = tests/unit/test_rt_basic.c
+tests_unit_test_rt_basic_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_rt_basic_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS)

@@ -50,7 +50,8 @@ struct vrt_task {
 	struct vrt *rt;                           /* private: set by spawn */
 	_Atomic(struct vrt_task *) join_waiter;   /* private: a task awaiting completion */
 	_Atomic uint32_t join_futex;              /* private: a thread awaiting completion */
-	uint32_t spawn_worker;                    /* private: worker that last polled it */
+	uint32_t reg_shard;                       /* private: registry shard or UINT32_MAX */
+	struct vrt_task *reg_prev, *reg_next;     /* private: registry links */
 };
 
 /* Prepare a task; it holds one reference, owned by the caller (the
@@ -118,6 +119,10 @@ void vrt_oneshot_send(struct vrt_oneshot *o, uint64_t value);
 bool vrt_oneshot_poll(struct vrt_oneshot *o, uint64_t *value);
 /* From a plain thread: block until sent. */
 uint64_t vrt_oneshot_wait(struct vrt_oneshot *o);
+/* Receiver task gives up (e.g. it was cancelled): drops the registration of
+ * an earlier vrt_oneshot_poll. Returns true when the value had already been
+ * sent (it can still be read with vrt_oneshot_poll). */
+bool vrt_oneshot_unregister(struct vrt_oneshot *o);
 
 /*
  * Park/unpark seam. The default parks on a futex. The I/O driver installs

@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rt/internal.h: private to src/rt (and its tests): the task state word, the
+ * WorkStealQueue, the injection queue, the worker and runtime structs, and
+ * the small pure helpers (packed head, EWMA, interval, batch size) that the
+ * unit tests check against a model.
+ *
+ * Ownership: a struct vrt_worker's "owner" fields are touched only by its
+ * thread (and by vrt_shutdown after that thread was joined); fields written
+ * by other threads sit on their own cache lines (static_asserts below).
+ */
+#ifndef VOLTD_RT_INTERNAL_H
+#define VOLTD_RT_INTERNAL_H
+
+#include "rt/rt.h"
+#include "base/compiler.h"
+#include "base/futex.h"
+#include "base/rng.h"
+
+#include <pthread.h>
+#include <stddef.h>
+
+/* ------------------------------------------------------------ state word */
+/*
+ * bits 0-1  lifecycle: IDLE, SCHEDULED (in exactly one queue), RUNNING,
+ *           COMPLETE
+ * bit  2    NOTIFIED: woken while scheduled/running; poll again afterwards
+ * bit  3    CANCELLED
+ * bit  4    JOIN: a joiner (task or thread) registered interest
+ * bit  5    NEW: initialised, not yet spawned
+ * bit  6    REGISTERED: in the runtime's registry (polled once, not done)
+ * bits 16+  reference count
+ */
+#define VRT_ST_LIFE       UINT64_C(3)
+#define VRT_ST_IDLE       UINT64_C(0)
+#define VRT_ST_SCHEDULED  UINT64_C(1)
+#define VRT_ST_RUNNING    UINT64_C(2)
+#define VRT_ST_COMPLETE   UINT64_C(3)
+#define VRT_ST_NOTIFIED   UINT64_C(4)
+#define VRT_ST_CANCELLED  UINT64_C(8)
+#define VRT_ST_JOIN       UINT64_C(16)
+#define VRT_ST_NEW        UINT64_C(32)
+#define VRT_ST_REF_SHIFT  16
+#define VRT_ST_REF_ONE    (UINT64_C(1) << VRT_ST_REF_SHIFT)
+
+static inline uint64_t vrt__st_refs(uint64_t s)
+{
+	return s >> VRT_ST_REF_SHIFT;
+}
+
+/* --------------------------------------------------------- injection queue */
+/*
+ * Mutex + intrusive singly linked list through vrt_task.next. `len` is also
+ * an atomic so that workers can look for work without the lock.
+ * Blocking (mutex), never fails. Any thread.
+ */
+struct vrt_inject {
+	pthread_mutex_t lock;
+	struct vrt_task *head, *tail;  /* under lock */
+	bool closed_remote;            /* under lock: remote spawns refused */
+	bool closed;                   /* under lock: pushes are discarded */
+	_Atomic uint64_t len;          /* written under lock; read anywhere */
+} vb_cacheline_aligned;
+
+void vrt__inject_init(struct vrt_inject *q);
+void vrt__inject_fini(struct vrt_inject *q);
+/* Append the list first..last (n tasks, linked through next). Returns false
+ * (and links nothing) once the queue is closed. */
+bool vrt__inject_push_batch(struct vrt_inject *q, struct vrt_task *first,
+			    struct vrt_task *last, uint64_t n);
+/* As push, for a remote spawn: also refused after close_remote. */
+bool vrt__inject_push_spawn(struct vrt_inject *q, struct vrt_task *t);
+/* Pop up to `max` tasks into out[]; returns the count. `share` divides the
+ * queue length between workers (batch = clamp(ceil(len/share), 4, max)). */
+unsigned vrt__inject_pop_batch(struct vrt_inject *q, struct vrt_task **out,
+			       unsigned max, unsigned share);
+/* Close; returns the detached list (the caller disposes of it). */
+struct vrt_task *vrt__inject_close(struct vrt_inject *q);
+void vrt__inject_close_remote(struct vrt_inject *q);
+
+static inline uint64_t vrt__inject_len(struct vrt_inject *q)
+{
+	/* relaxed: a hint; callers that must not miss a push order this load
+	 * with a seq_cst fence (see worker.c [W4]). */
+	return atomic_load_explicit(&q->len, memory_order_relaxed);
+}
+
+/* Batch size for a pop: clamp(ceil(len / share), 4, max), never above len. */
+static inline unsigned vrt__inject_batch_size(uint64_t len, unsigned share, unsigned max)
+{
+	uint64_t b;
+	unsigned lo = max < 4 ? max : 4;
+
+	if (share == 0)
+		share = 1;
+	b = (len + share - 1) / share;
+	if (b < lo)
+		b = lo;
+	if (b > max)
+		b = max;
+	if (b > len)
+		b = len;
+	return (unsigned)b;
+}
+
+/* ----------------------------------------------------------- WorkStealQueue */
+#define VRT_WSQ_CAP   256u
+#define VRT_WSQ_MASK  (VRT_WSQ_CAP - 1)
+#define VRT_WSQ_HALF  (VRT_WSQ_CAP / 2)
+
+enum vrt_steal {
+	VRT_STEAL_EMPTY = 0, /* nothing to take */
+	VRT_STEAL_OK = 1,    /* *out is a task, maybe more were moved */
+	VRT_STEAL_RETRY = 2, /* lost a race or another steal is in flight */
+};
+
+/*
+ * Fixed ring of 256 task pointers. Owner: push (tail), pop (head, FIFO).
+ * Any thread: steal_into (moves half, at most 128, into the stealer's own
+ * ring). head packs [steal_head:32 | real_head:32]; steal_head != real_head
+ * while a steal copies slots. Lock-free; steal may fail spuriously (RETRY).
+ */
+struct vrt_wsq {
+	_Atomic uint64_t head vb_cacheline_aligned; /* owner pop + stealers */
+	_Atomic uint64_t stolen_from;               /* stealers (stat, relaxed) */
+	_Atomic uint32_t tail vb_cacheline_aligned; /* owner only writes */
+	struct vrt_task *buf[VRT_WSQ_CAP] vb_cacheline_aligned;
+};
+static_assert(offsetof(struct vrt_wsq, tail) - offsetof(struct vrt_wsq, head) >= VB_CACHELINE,
+	      "wsq head and tail share a cache line");
+static_assert(offsetof(struct vrt_wsq, buf) - offsetof(struct vrt_wsq, tail) >= VB_CACHELINE,
+	      "wsq tail and buffer share a cache line");
+
+static inline uint64_t vrt__wsq_pack(uint32_t steal, uint32_t real)
+{
+	return ((uint64_t)steal << 32) | real;
+}
+static inline uint32_t vrt__wsq_steal_of(uint64_t h)
+{
+	return (uint32_t)(h >> 32);
+}
+static inline uint32_t vrt__wsq_real_of(uint64_t h)
+{
+	return (uint32_t)h;
+}
+
+/* Empty queue whose indices all start at `start` (tests use values near
+ * 2^32 to cross the wrap). */
+void vrt__wsq_init(struct vrt_wsq *q, uint32_t start);
+
+/* Result of an owner push. */
+struct vrt_wsq_push_res {
+	unsigned overflowed; /* tasks moved to the injection queue (0, 1 or 129) */
+	bool to_inject_only; /* the new task alone went there (steal in flight) */
+	bool dropped;        /* the injection queue was closed */
+};
+/* Owner only. Full ring: move the 128 oldest + t to `inj` in one lock
+ * acquisition, or only t when a steal is in flight. */
+struct vrt_wsq_push_res vrt__wsq_push(struct vrt_wsq *q, struct vrt_task *t,
+				      struct vrt_inject *inj);
+/* Owner only. NULL when empty. */
+struct vrt_task *vrt__wsq_pop(struct vrt_wsq *q);
+/* Any thread but dst's owner is the caller: steal half (<= 128) of src into
+ * dst, return one of them in *out; *n = tasks taken (incl. *out). */
+enum vrt_steal vrt__wsq_steal_into(struct vrt_wsq *src, struct vrt_wsq *dst,
+				   struct vrt_task **out, uint32_t *n);
+/* Approximate length (any thread; exact for the owner when no steal runs). */
+uint32_t vrt__wsq_len(struct vrt_wsq *q);
+/* How many a steal of a ring holding `avail` would take: ceil(avail/2), <=128. */
+static inline uint32_t vrt__wsq_steal_count(uint32_t avail)
+{
+	uint32_t n = avail - avail / 2;
+	return n > VRT_WSQ_HALF ? VRT_WSQ_HALF : n;
+}
+
+/* ------------------------------------------------------------- pure math */
+/* EWMA with alpha = 0.1. */
+static inline double vrt__ewma(double avg, double sample)
+{
+	return avg + 0.1 * (sample - avg);
+}
+/* clamp(1 ms / avg_ns, min, max); avg <= 0 gives max. */
+static inline unsigned vrt__global_interval(double avg_ns, unsigned min, unsigned max)
+{
+	double v;
+
+	if (avg_ns <= 0.0)
+		return max;
+	v = 1e6 / avg_ns;
+	if (v < (double)min)
+		return min;
+	if (v > (double)max)
+		return max;
+	return (unsigned)v;
+}
+
+/* ------------------------------------------------------------------ worker */
+#define VRT_PREFETCH_MAX 128u
+
+struct vrt_worker_counters {
+	/* Single writer (the worker, relaxed load+store), read by snapshots. */
+	_Atomic uint64_t polls, lifo_polls, steal_ops, tasks_stolen;
+	_Atomic uint64_t overflows, tasks_overflowed, global_batches, global_tasks;
+	_Atomic uint64_t parks, unparks, searching_transitions, budget_yields;
+	_Atomic uint64_t spawned_local, completed;
+	_Atomic uint64_t ewma_poll_ns, busy_ns;
+	_Atomic uint32_t global_interval;
+};
+
+struct vrt_worker {
+	struct vrt_wsq q; /* head/tail/buffer, each on its own line */
+
+	/* owner-only */
+	struct vrt *rt vb_cacheline_aligned;
+	unsigned id;
+	struct vrt_task *lifo;
+	unsigned lifo_run;
+	struct vrt_task *prefetch[VRT_PREFETCH_MAX];
+	unsigned pf_head, pf_len;
+	struct vb_rng rng;
+	unsigned gi_countdown, io_countdown;
+	unsigned interval;          /* current global interval */
+	double ewma_ns;
+	int64_t batch_start;        /* start of the current poll-time sample */
+	unsigned batch_polls;
+	int64_t active_start;       /* end of the last park */
+	bool searching;
+	bool in_park;               /* inside the park path: no notify on push */
+	bool exiting;
+	unsigned budget_left;
+	bool budget_hit;
+	/* cached tunables, reloaded every maintenance tick */
+	bool stealing, lifo_on;
+	unsigned lifo_cap, budget, gi_min, gi_max, batch_max;
+
+	struct vrt_worker_counters c vb_cacheline_aligned;
+
+	/* written by unparkers */
+	struct vb_event park_ev vb_cacheline_aligned;
+
+	pthread_t thread;
+};
+static_assert(offsetof(struct vrt_worker, park_ev) - offsetof(struct vrt_worker, c) >= VB_CACHELINE,
+	      "park event shares a line with the counters");
+
+/* ------------------------------------------------------------- registry */
+struct vrt_shard {
+	pthread_mutex_t lock;
+	struct vrt_task *head; /* doubly linked through reg_prev/reg_next */
+} vb_cacheline_aligned;
+
+/* --------------------------------------------------------------- runtime */
+/* idle word: searching count in the low 32 bits, parked count in the high. */
+#define VRT_IDLE_SEARCH_ONE UINT64_C(1)
+#define VRT_IDLE_PARK_ONE   (UINT64_C(1) << 32)
+static inline uint32_t vrt__idle_searching(uint64_t v)
+{
+	return (uint32_t)v;
+}
+static inline uint32_t vrt__idle_parked(uint64_t v)
+{
+	return (uint32_t)(v >> 32);
+}
+
+enum vrt_phase {
+	VRT_RUNNING = 0,
+	VRT_CLOSING_DRAIN = 1,
+	VRT_CLOSING_DROP = 2,
+};
+
+struct vrt {
+	/* read-mostly after vrt_new */
+	unsigned nworkers;
+	struct vrt_worker **workers;
+	struct vrt_shard *shards;
+	unsigned nshards;
+	const struct vrt_park_ops *ops;
+	void *park_ctx;
+	unsigned io_poll_interval;
+	int64_t park_timeout_ns;
+	unsigned nwords;                 /* parked bitmap words */
+
+	/* live tunables: written by vrt_set_* (any thread), read relaxed */
+	_Atomic bool t_stealing vb_cacheline_aligned;
+	_Atomic bool t_lifo;
+	_Atomic uint32_t t_gi_min, t_gi_max, t_lifo_cap, t_budget, t_batch_max;
+	_Atomic uint32_t phase;          /* enum vrt_phase */
+
+	struct vrt_inject inject;        /* own line */
+
+	_Atomic uint64_t idle vb_cacheline_aligned; /* searching | parked << 32 */
+
+	pthread_mutex_t park_lock vb_cacheline_aligned;
+	_Atomic uint64_t *parked_bits;   /* nwords; written under park_lock */
+
+	_Atomic uint64_t spawned_remote vb_cacheline_aligned;
+	_Atomic uint64_t force_completed;
+
+	_Atomic uint32_t start_pending vb_cacheline_aligned;
+	_Atomic int start_err;
+	struct vb_event started;
+
+	_Atomic uint32_t drain_idle vb_cacheline_aligned;
+	_Atomic uint32_t drain_done;
+	_Atomic uint32_t drain_cancelled;
+	bool shut;                       /* vrt_shutdown ran (caller thread) */
+};
+
+/* worker.c */
+extern const struct vrt_park_ops vrt__futex_park_ops;
+extern __thread struct vrt_worker *vrt__tls_worker;
+extern __thread struct vrt_task *vrt__tls_task;
+void *vrt__worker_main(void *arg);
+void vrt__schedule(struct vrt_task *t, bool yield);
+void vrt__notify_parked(struct vrt *rt);
+void vrt__unpark_all(struct vrt *rt);
+
+/* task.c */
+void vrt__task_complete(struct vrt_worker *w, struct vrt_task *t);
+void vrt__task_force_complete(struct vrt *rt, struct vrt_task *t);
+void vrt__task_release(struct vrt_task *t);
+
+/* rt.c */
+void vrt__registry_add(struct vrt *rt, struct vrt_task *t, unsigned shard);
+void vrt__registry_remove(struct vrt *rt, struct vrt_task *t);
+void vrt__registry_cancel_all(struct vrt *rt);
+
+#endif

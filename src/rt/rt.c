@@ -1,0 +1,396 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rt/rt.c: runtime lifecycle (config, vrt_new, vrt_shutdown, vrt_free), the
+ * task registry, live tunables and the statistics snapshot.
+ *
+ * Threading: vrt_new / vrt_shutdown / vrt_free from one non-worker thread;
+ * tunables and snapshots from any thread at any time; registry functions
+ * from workers (add/remove/cancel_all) and from vrt_shutdown after the
+ * workers were joined (sweep).
+ *
+ * The registry holds every task that was polled at least once and has not
+ * completed (a task completing on its first poll never enters it). A task
+ * enters the shard of the worker that first polls it. It exists so that
+ * shutdown can finish (DRAIN: cancel, then run) or drop (DROP) tasks that
+ * wait on something that will never come, and so that no wake can reach a
+ * runtime after vrt_free: every such task ends COMPLETE, and a complete task
+ * ignores wakes.
+ *
+ * Ordering:
+ *   shard lists, task reg_* fields: under the shard mutex.
+ *   tunables t_*: relaxed stores, relaxed loads by workers (independent knobs;
+ *   a stale value for one interval is harmless).
+ *   [R1] phase: release store in vrt_shutdown; pairs with the workers'
+ *        acquire loads ([W7] in worker.c).
+ *   stats: relaxed loads of single-writer counters (a snapshot need not be
+ *   consistent across counters).
+ */
+#include "rt/internal.h"
+#include "base/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define REG_NONE UINT32_MAX
+
+void vrt_config_defaults(struct vrt_config *cfg)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->workers = n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
+	cfg->stealing = true;
+	cfg->global_interval_min = 8;
+	cfg->global_interval_max = 61;
+	cfg->global_batch_max = 64;
+	cfg->lifo_slot = true;
+	cfg->lifo_poll_cap = 3;
+	cfg->budget = 128;
+	cfg->park_timeout_ms = 10;
+	cfg->io_poll_interval = 61;
+	cfg->park_ops = NULL;
+	cfg->park_ctx = NULL;
+}
+
+static int check_config(const struct vrt_config *c)
+{
+	if (c->workers < 1 || c->workers > 256)
+		return -EINVAL;
+	if (c->global_interval_min < 1 || c->global_interval_max > 255 ||
+	    c->global_interval_min > c->global_interval_max)
+		return -EINVAL;
+	if (c->global_batch_max < 1 || c->global_batch_max > VRT_PREFETCH_MAX)
+		return -EINVAL;
+	if (c->lifo_poll_cap < 1 || c->lifo_poll_cap > 16)
+		return -EINVAL;
+	if (c->budget < 1 || c->budget > 4096)
+		return -EINVAL;
+	if (c->park_timeout_ms < 1 || c->park_timeout_ms > 1000)
+		return -EINVAL;
+	if (c->park_ops && (!c->park_ops->park || !c->park_ops->unpark))
+		return -EINVAL;
+	return 0;
+}
+
+static void free_struct(struct vrt *rt)
+{
+	if (rt->workers) {
+		for (unsigned i = 0; i < rt->nworkers; i++)
+			free(rt->workers[i]);
+		free(rt->workers);
+	}
+	if (rt->shards) {
+		for (unsigned i = 0; i < rt->nshards; i++)
+			pthread_mutex_destroy(&rt->shards[i].lock);
+		free(rt->shards);
+	}
+	free(rt->parked_bits);
+	pthread_mutex_destroy(&rt->park_lock);
+	vrt__inject_fini(&rt->inject);
+	free(rt);
+}
+
+int vrt_new(const struct vrt_config *cfg, struct vrt **out)
+{
+	struct vrt *rt;
+	unsigned started = 0;
+	int err;
+	uint64_t seed = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull;
+
+	err = check_config(cfg);
+	if (err)
+		return err;
+	rt = aligned_alloc(VB_CACHELINE, (sizeof(*rt) + VB_CACHELINE - 1) / VB_CACHELINE * VB_CACHELINE);
+	if (!rt)
+		return -ENOMEM;
+	memset(rt, 0, sizeof(*rt));
+	vrt__inject_init(&rt->inject);
+	pthread_mutex_init(&rt->park_lock, NULL);
+	rt->nworkers = cfg->workers;
+	rt->ops = cfg->park_ops ? cfg->park_ops : &vrt__futex_park_ops;
+	rt->park_ctx = cfg->park_ops ? cfg->park_ctx : rt;
+	rt->io_poll_interval = cfg->io_poll_interval;
+	rt->park_timeout_ns = (int64_t)cfg->park_timeout_ms * 1000000;
+	rt->nwords = (cfg->workers + 63) / 64;
+	atomic_init(&rt->t_stealing, cfg->stealing);
+	atomic_init(&rt->t_lifo, cfg->lifo_slot);
+	atomic_init(&rt->t_gi_min, cfg->global_interval_min);
+	atomic_init(&rt->t_gi_max, cfg->global_interval_max);
+	atomic_init(&rt->t_lifo_cap, cfg->lifo_poll_cap);
+	atomic_init(&rt->t_budget, cfg->budget);
+	atomic_init(&rt->t_batch_max, cfg->global_batch_max);
+	atomic_init(&rt->phase, VRT_RUNNING);
+	atomic_init(&rt->idle, 0);
+	atomic_init(&rt->start_pending, cfg->workers);
+	atomic_init(&rt->start_err, 0);
+	vb_event_init(&rt->started);
+
+	err = -ENOMEM;
+	rt->parked_bits = calloc(rt->nwords, sizeof(*rt->parked_bits));
+	rt->workers = calloc(rt->nworkers, sizeof(*rt->workers));
+	rt->nshards = rt->nworkers;
+	rt->shards = aligned_alloc(VB_CACHELINE, rt->nshards * sizeof(*rt->shards));
+	if (!rt->parked_bits || !rt->workers || !rt->shards) {
+		free(rt->shards);
+		rt->shards = NULL;
+		goto fail_struct;
+	}
+	for (unsigned i = 0; i < rt->nshards; i++) {
+		pthread_mutex_init(&rt->shards[i].lock, NULL);
+		rt->shards[i].head = NULL;
+	}
+	for (unsigned i = 0; i < rt->nworkers; i++) {
+		struct vrt_worker *w = aligned_alloc(VB_CACHELINE, sizeof(*w));
+		if (!w)
+			goto fail_struct;
+		memset(w, 0, sizeof(*w));
+		vrt__wsq_init(&w->q, 0);
+		w->rt = rt;
+		w->id = i;
+		vb_rng_seed(&w->rng, seed + i);
+		vb_event_init(&w->park_ev);
+		rt->workers[i] = w;
+	}
+	for (; started < rt->nworkers; started++) {
+		err = -pthread_create(&rt->workers[started]->thread, NULL,
+				      vrt__worker_main, rt->workers[started]);
+		if (err)
+			break;
+	}
+	if (started == rt->nworkers) {
+		vb_event_wait(&rt->started, -1);
+		/* relaxed: ordered by the event ([W8] in worker.c). */
+		err = atomic_load_explicit(&rt->start_err, memory_order_relaxed);
+		if (!err) {
+			*out = rt;
+			return 0;
+		}
+	}
+	/* A thread or a park-ops start failed: stop those that run. */
+	vrt__inject_close_remote(&rt->inject);
+	/* [R1] release: pairs with the workers' [W7]. */
+	atomic_store_explicit(&rt->phase, VRT_CLOSING_DROP, memory_order_release);
+	vrt__unpark_all(rt);
+	for (unsigned i = 0; i < started; i++)
+		pthread_join(rt->workers[i]->thread, NULL);
+fail_struct:
+	free_struct(rt);
+	return err;
+}
+
+/* ---------------------------------------------------------------- registry */
+
+void vrt__registry_add(struct vrt *rt, struct vrt_task *t, unsigned shard)
+{
+	struct vrt_shard *s = &rt->shards[shard];
+
+	pthread_mutex_lock(&s->lock);
+	t->reg_shard = shard;
+	t->reg_prev = NULL;
+	t->reg_next = s->head;
+	if (s->head)
+		s->head->reg_prev = t;
+	s->head = t;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void vrt__registry_remove(struct vrt *rt, struct vrt_task *t)
+{
+	struct vrt_shard *s = &rt->shards[t->reg_shard];
+
+	pthread_mutex_lock(&s->lock);
+	if (t->reg_prev)
+		t->reg_prev->reg_next = t->reg_next;
+	else
+		s->head = t->reg_next;
+	if (t->reg_next)
+		t->reg_next->reg_prev = t->reg_prev;
+	t->reg_prev = t->reg_next = NULL;
+	t->reg_shard = REG_NONE;
+	pthread_mutex_unlock(&s->lock);
+}
+
+void vrt__registry_cancel_all(struct vrt *rt)
+{
+	for (unsigned i = 0; i < rt->nshards; i++) {
+		struct vrt_shard *s = &rt->shards[i];
+
+		pthread_mutex_lock(&s->lock);
+		/* Registered tasks are alive (the registry's removal precedes the
+		 * release of the runtime's reference), so waking them is safe.
+		 * vrt_task_cancel only schedules them: no user code runs here. */
+		for (struct vrt_task *t = s->head; t; t = t->reg_next)
+			vrt_task_cancel(t);
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+/* ---------------------------------------------------------------- shutdown */
+
+/* A task found in a queue after the workers stopped. */
+static void dispose_queued(struct vrt *rt, struct vrt_task *t)
+{
+	/* Registered ones are completed by the registry sweep. */
+	if (t->reg_shard == REG_NONE)
+		vrt__task_force_complete(rt, t);
+}
+
+void vrt_shutdown(struct vrt *rt, enum vrt_shutdown_mode mode)
+{
+	struct vrt_task *list, *next;
+
+	VB_BUG_ON(vrt__tls_worker != NULL); /* from a worker it would join itself */
+	if (rt->shut)
+		return;
+	rt->shut = true;
+	vrt__inject_close_remote(&rt->inject);
+	/* [R1] release: pairs with the workers' [W7]. */
+	atomic_store_explicit(&rt->phase,
+		mode == VRT_SHUTDOWN_DRAIN ? VRT_CLOSING_DRAIN : VRT_CLOSING_DROP,
+		memory_order_release);
+	vrt__unpark_all(rt);
+	for (unsigned i = 0; i < rt->nworkers; i++)
+		pthread_join(rt->workers[i]->thread, NULL);
+
+	/* Workers are gone (pthread_join orders their writes before ours):
+	 * what is still queued is dropped without being polled. */
+	for (list = vrt__inject_close(&rt->inject); list; list = next) {
+		next = list->next;
+		dispose_queued(rt, list);
+	}
+	for (unsigned i = 0; i < rt->nworkers; i++) {
+		struct vrt_worker *w = rt->workers[i];
+		struct vrt_task *t;
+
+		if (w->lifo) {
+			t = w->lifo;
+			w->lifo = NULL;
+			dispose_queued(rt, t);
+		}
+		while (w->pf_len) {
+			t = w->prefetch[w->pf_head++];
+			w->pf_len--;
+			dispose_queued(rt, t);
+		}
+		while ((t = vrt__wsq_pop(&w->q)) != NULL)
+			dispose_queued(rt, t);
+	}
+	for (unsigned i = 0; i < rt->nshards; i++) {
+		struct vrt_shard *s = &rt->shards[i];
+
+		pthread_mutex_lock(&s->lock);
+		list = s->head;
+		s->head = NULL;
+		pthread_mutex_unlock(&s->lock);
+		/* Outside the lock: completion may run drop() callbacks. */
+		for (; list; list = next) {
+			next = list->reg_next;
+			list->reg_prev = list->reg_next = NULL;
+			list->reg_shard = REG_NONE;
+			vrt__task_force_complete(rt, list);
+		}
+	}
+}
+
+void vrt_free(struct vrt *rt)
+{
+	if (!rt)
+		return;
+	if (!rt->shut)
+		vrt_shutdown(rt, VRT_SHUTDOWN_DROP);
+	free_struct(rt);
+}
+
+/* ---------------------------------------------------------------- tunables */
+
+int vrt_set_stealing(struct vrt *rt, bool on)
+{
+	/* relaxed: see the Ordering block (tunables). */
+	atomic_store_explicit(&rt->t_stealing, on, memory_order_relaxed);
+	return 0;
+}
+
+int vrt_set_global_interval(struct vrt *rt, unsigned min, unsigned max)
+{
+	if (min < 1 || max > 255 || min > max)
+		return -EINVAL;
+	/* relaxed: a worker reading a torn pair clamps min to max. */
+	atomic_store_explicit(&rt->t_gi_min, min, memory_order_relaxed);
+	atomic_store_explicit(&rt->t_gi_max, max, memory_order_relaxed);
+	return 0;
+}
+
+int vrt_set_lifo_poll_cap(struct vrt *rt, unsigned cap)
+{
+	if (cap < 1 || cap > 16)
+		return -EINVAL;
+	atomic_store_explicit(&rt->t_lifo_cap, cap, memory_order_relaxed); /* relaxed: tunable */
+	return 0;
+}
+
+int vrt_set_budget(struct vrt *rt, unsigned budget)
+{
+	if (budget < 1 || budget > 4096)
+		return -EINVAL;
+	atomic_store_explicit(&rt->t_budget, budget, memory_order_relaxed); /* relaxed: tunable */
+	return 0;
+}
+
+/* ------------------------------------------------------------------ stats */
+
+static uint64_t rd(_Atomic uint64_t *c)
+{
+	/* relaxed: single-writer counters; snapshots need not be consistent. */
+	return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+unsigned vrt_stats_snapshot(struct vrt *rt, struct vrt_stats *out,
+			    struct vrt_worker_stats *per_worker, unsigned n)
+{
+	uint64_t local = 0, completed = 0;
+	uint64_t idle = rd(&rt->idle);
+
+	for (unsigned i = 0; i < rt->nworkers; i++) {
+		struct vrt_worker *w = rt->workers[i];
+		struct vrt_worker_counters *c = &w->c;
+
+		local += rd(&c->spawned_local);
+		completed += rd(&c->completed);
+		if (!per_worker || i >= n)
+			continue;
+		struct vrt_worker_stats *o = &per_worker[i];
+		o->polls = rd(&c->polls);
+		o->lifo_polls = rd(&c->lifo_polls);
+		o->steal_ops = rd(&c->steal_ops);
+		o->tasks_stolen = rd(&c->tasks_stolen);
+		o->tasks_stolen_from = rd(&w->q.stolen_from);
+		o->overflows = rd(&c->overflows);
+		o->tasks_overflowed = rd(&c->tasks_overflowed);
+		o->global_batches = rd(&c->global_batches);
+		o->global_tasks = rd(&c->global_tasks);
+		o->parks = rd(&c->parks);
+		o->unparks = rd(&c->unparks);
+		o->searching_transitions = rd(&c->searching_transitions);
+		o->budget_yields = rd(&c->budget_yields);
+		o->local_queue_depth = vrt__wsq_len(&w->q);
+		o->global_interval = atomic_load_explicit(&c->global_interval, memory_order_relaxed);
+		o->ewma_poll_ns = rd(&c->ewma_poll_ns);
+		o->busy_ns = rd(&c->busy_ns);
+	}
+	if (out) {
+		uint64_t spawned = local + rd(&rt->spawned_remote);
+		uint64_t done = completed + rd(&rt->force_completed);
+
+		out->workers = rt->nworkers;
+		out->injection_depth = vrt__inject_len(&rt->inject);
+		out->searching = vrt__idle_searching(idle);
+		out->parked = vrt__idle_parked(idle);
+		out->spawned_local = local;
+		out->spawned_remote = rd(&rt->spawned_remote);
+		/* Counters are read one by one: clamp a transient negative. */
+		out->tasks_alive = spawned > done ? spawned - done : 0;
+	}
+	return rt->nworkers;
+}
