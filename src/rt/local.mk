@@ -14,3 +14,15 @@ TSAN_TESTS += tests/unit/test_rt_basic
 tests_unit_test_rt_basic_SOURCES = tests/unit/test_rt_basic.c
 tests_unit_test_rt_basic_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_rt_basic_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS)
+
+check_PROGRAMS += tests/unit/test_rt_wsq
+TESTS += tests/unit/test_rt_wsq
+tests_unit_test_rt_wsq_SOURCES = tests/unit/test_rt_wsq.c
+tests_unit_test_rt_wsq_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_rt_wsq_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS)
+
+check_PROGRAMS += tests/unit/test_rt_math
+TESTS += tests/unit/test_rt_math
+tests_unit_test_rt_math_SOURCES = tests/unit/test_rt_math.c
+tests_unit_test_rt_math_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_rt_math_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS) -lm
