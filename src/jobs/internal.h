@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jobs/internal.h: what a kind file sees: the job object and the helpers
+ * that set its result. Private to src/jobs (tests excepted). Same threading
+ * as job.h: a job is touched by one thread at a time.
+ */
+#ifndef VOLTD_JOBS_INTERNAL_H
+#define VOLTD_JOBS_INTERNAL_H
+
+#include "jobs/job.h"
+
+#include <stdalign.h>
+#include <stddef.h>
+
+struct vjob {
+	const struct vjob_kind *kind;
+	struct vjob_result res;
+	bool done;
+	bool body_owned;   /* res.body was malloc'd for this job */
+	bool fini_done;
+	bool ready;        /* from the input */
+	uint32_t slices;
+	int64_t wake_ns;   /* set by a kind before it returns VJOB_SLEEP */
+	const char *query; /* copy, inside this allocation, NUL-terminated */
+	size_t query_len;
+	uint8_t *in_body;  /* owned */
+	size_t in_len;
+	alignas(max_align_t) unsigned char state[]; /* kind->state_size bytes */
+};
+
+static inline void *vjob__state(struct vjob *job)
+{
+	return job->state;
+}
+
+/* Finish with a static body (not freed). Returns VJOB_DONE. */
+int vjob__finish_static(struct vjob *job, int status, const char *ctype, const char *text);
+/* Finish with a malloc'd body; the job frees it. Returns VJOB_DONE. */
+int vjob__finish_owned(struct vjob *job, int status, const char *ctype, uint8_t *body,
+		       size_t len);
+/* Finish with text/plain printf output. VJOB_DONE or -ENOMEM. */
+int vjob__finish_fmt(struct vjob *job, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#endif

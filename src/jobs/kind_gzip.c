@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jobs/kind_gzip.c: POST /v1/gzip?level=1..9 -> 200 application/gzip, the
+ * body compressed by zlib in the gzip format (RFC 1952). level defaults to 6
+ * (zlib's default); anything but one digit 1..9 is a 400. Runs in slices of
+ * GZIP_PIECE input bytes, checking the deadline after each. The deflate
+ * stream (about 256 KiB) and the output buffer (deflateBound of the whole
+ * body, so the stream never waits for room) are allocated at the first step
+ * and the stream is released as soon as the job is done.
+ */
+#include "jobs/internal.h"
+#include "base/time.h"
+#include "http/query.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include <zlib.h>
+
+#define GZIP_PIECE 8192
+#define GZIP_WINDOW_BITS (15 + 16) /* 32 KiB window, gzip wrapper */
+#define GZIP_MEM_LEVEL 8
+
+struct gzip_state {
+	int level;
+	bool live; /* zs initialised */
+	z_stream zs;
+	uint8_t *out;
+	size_t out_cap;
+	size_t in_off;
+};
+
+static int gzip_start(struct vjob *job, const struct vjob_config *cfg)
+{
+	(void)cfg;
+	struct gzip_state *s = vjob__state(job);
+	const char *v;
+	size_t n;
+	/* zlib counts in 32-bit uInt: keep far below (max_body_bytes is
+	 * normally a few MiB). */
+	if (job->in_len > ((size_t)1 << 30))
+		return vjob__finish_fmt(job, 413, "body too large for gzip\n");
+	s->level = 6;
+	if (vhttp_query_get(job->query, job->query_len, "level", &v, &n)) {
+		if (n != 1 || v[0] < '1' || v[0] > '9' ||
+		    vhttp_query_count(job->query, job->query_len, "level") > 1)
+			return vjob__finish_fmt(job, 400, "level: one of 1..9\n");
+		s->level = v[0] - '0';
+	}
+	return VJOB_MORE;
+}
+
+static int gzip_step(struct vjob *job, int64_t deadline_ns)
+{
+	struct gzip_state *s = vjob__state(job);
+	if (!s->live) {
+		if (deflateInit2(&s->zs, s->level, Z_DEFLATED, GZIP_WINDOW_BITS, GZIP_MEM_LEVEL,
+				 Z_DEFAULT_STRATEGY) != Z_OK)
+			return -ENOMEM;
+		s->live = true;
+		s->out_cap = deflateBound(&s->zs, (uLong)job->in_len);
+		s->out = malloc(s->out_cap);
+		if (!s->out)
+			return -ENOMEM;
+		s->zs.next_out = s->out;
+		s->zs.avail_out = (uInt)s->out_cap;
+	}
+	for (;;) {
+		size_t k = job->in_len - s->in_off;
+		if (k > GZIP_PIECE)
+			k = GZIP_PIECE;
+		bool last = s->in_off + k == job->in_len;
+		s->zs.next_in = job->in_body ? job->in_body + s->in_off : NULL;
+		s->zs.avail_in = (uInt)k;
+		int rc = deflate(&s->zs, last ? Z_FINISH : Z_NO_FLUSH);
+		/* With avail_out >= deflateBound the input is always taken whole
+		 * and Z_FINISH completes in this call. */
+		if (rc == Z_STREAM_ERROR || s->zs.avail_in != 0)
+			return -EIO;
+		s->in_off += k;
+		if (last) {
+			if (rc != Z_STREAM_END)
+				return -EIO;
+			break;
+		}
+		if (vb_now_ns() >= deadline_ns)
+			return VJOB_MORE;
+	}
+	uint8_t *out = s->out;
+	size_t len = s->zs.total_out;
+	s->out = NULL;
+	return vjob__finish_owned(job, 200, "application/gzip", out, len);
+}
+
+static void gzip_fini(struct vjob *job)
+{
+	struct gzip_state *s = vjob__state(job);
+	if (s->live)
+		deflateEnd(&s->zs);
+	s->live = false;
+	free(s->out);
+	s->out = NULL;
+}
+
+const struct vjob_kind vjob_kind_gzip = {
+	.name = "gzip",
+	.path = "/v1/gzip",
+	.allow = "POST",
+	.state_size = sizeof(struct gzip_state),
+	.start = gzip_start,
+	.step = gzip_step,
+	.fini = gzip_fini,
+};

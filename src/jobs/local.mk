@@ -1,0 +1,19 @@
+# SPDX-License-Identifier: MIT
+# src/jobs: the job kinds, the registry and routing, and their tests.
+# Included from src/http/local.mk until Makefile.am includes it directly.
+libvolt_a_SOURCES += \
+	src/jobs/job.c src/jobs/job.h src/jobs/internal.h \
+	src/jobs/registry.c \
+	src/jobs/kind_healthz.c \
+	src/jobs/kind_readyz.c \
+	src/jobs/kind_echo.c \
+	src/jobs/kind_spin.c \
+	src/jobs/kind_sleep.c \
+	src/jobs/kind_hash.c \
+	src/jobs/kind_gzip.c
+
+check_PROGRAMS += tests/unit/test_jobs
+TESTS += tests/unit/test_jobs
+tests_unit_test_jobs_SOURCES = tests/unit/test_jobs.c
+tests_unit_test_jobs_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(ZLIB_CFLAGS)
+tests_unit_test_jobs_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
