@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * io/conn.c: a connected socket as awaitable operations: receive (multishot
+ * into provided buffers, or plain), send / vectored send, deadline, close,
+ * abandon. Task side, plus the owner side of multishot receive.
+ *
+ * Threading: one task drives a connection (its polls are ordered by the
+ * runtime, possibly on different workers). The rx op's owner pushes
+ * received buffers while the task consumes them elsewhere.
+ *
+ * Ordering (besides op.c's [O1]..[O5]):
+ * Shared: c->inbox (rx owner pushes; the task, or the owner after detach,
+ * takes all), c->rx_queued (heuristic count, both sides), c->close_count
+ * (task and completing owners).
+ * [C1] owner push: CAS (release) publishes b->len and the received bytes;
+ *      pairs with [C2], the taker's exchange (acquire). A multishot's
+ *      buffers are all pushed before its terminal [O1], so a task that saw
+ *      DONE by [O2] then empties the inbox gets every one of them.
+ * [C3] close_count fetch_sub (acq_rel): the last of the task and the
+ *      completing owners closes the fd after everyone is done with it.
+ * Per-connection atomics share cache lines on purpose: they are contended
+ * only while a connection's task runs on another worker than its receive,
+ * and padding them would multiply the memory of idle connections.
+ */
+#include "config.h"
+
+#include "io/internal.h"
+#include "base/time.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+void vio_conn_init(struct vio_conn *c, int fd)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd = fd;
+	atomic_init(&c->rx.state, 0);
+	atomic_init(&c->tx.state, 0);
+	c->rx.conn = c;
+	c->tx.conn = c;
+	atomic_init(&c->inbox, NULL);
+	atomic_init(&c->rx_queued, 0);
+	atomic_init(&c->close_count, 0);
+	vio_timer_init(&c->deadline);
+}
+
+int vio_conn_set_deadline(struct vio_conn *c, int64_t deadline_ns)
+{
+	if (deadline_ns == 0) {
+		vio_timer_disarm(&c->deadline);
+		return 0;
+	}
+	return vio_timer_arm(&c->deadline, deadline_ns);
+}
+
+static bool deadline_passed(const struct vio_conn *c)
+{
+	return c->deadline.deadline != 0 && vio_timer_expired(&c->deadline);
+}
+
+static void note_worker(struct vio_conn *c, struct vio_worker *w)
+{
+	if (c->last_worker && c->last_worker != w)
+		VIO_STAT_INC(w, migrations);
+	c->last_worker = w;
+}
+
+/* An op that is not idle: collect it, or cancel it when the deadline has
+ * passed, or keep waiting. */
+static enum vrt_poll op_check(struct vio_conn *c, struct vio_op *op, uint32_t s, int32_t *res)
+{
+	if ((s & VIO_OP_DONE) && !(s & VIO_OP_MBOX)) {
+		int32_t r = op->res;
+
+		if (r == -ECANCELED && (op->tflags & VIO_TF_TIMEDOUT))
+			r = -ETIMEDOUT;
+		/* Relaxed: [O2] showed the owner is done with the op. */
+		atomic_store_explicit(&op->state, 0, memory_order_relaxed);
+		op->tflags = 0;
+		*res = r;
+		return VRT_READY;
+	}
+	if ((s & VIO_OP_INFLIGHT) && !(op->tflags & VIO_TF_CANCELLED) && deadline_passed(c)) {
+		op->tflags |= VIO_TF_CANCELLED | VIO_TF_TIMEDOUT;
+		vio__op_cancel(op);
+	}
+	return VRT_PENDING;
+}
+
+/* Start (idle op) or check `op`. The caller consumed the budget. */
+static enum vrt_poll conn_op(struct vio_conn *c, struct vio_worker *w, struct vio_op *op,
+			     enum vio_kind kind, void *buf, size_t len,
+			     struct iovec *iov, unsigned iovcnt, int32_t *res)
+{
+	/* [O2] acquire: pairs with [O1]/[O5]. */
+	uint32_t s = atomic_load_explicit(&op->state, memory_order_acquire);
+
+	if (s != 0)
+		return op_check(c, op, s, res);
+	if (kind != VIO_K_CLOSE && deadline_passed(c)) {
+		*res = -ETIMEDOUT;
+		return VRT_READY;
+	}
+	op->kind = (uint8_t)kind;
+	op->buf = buf;
+	op->len = len;
+	op->iov = iov;
+	op->iovcnt = iovcnt;
+	op->done = 0;
+	op->tflags = 0;
+	note_worker(c, w);
+	if (vio__op_start(w, op)) {
+		*res = op->res;
+		return VRT_READY;
+	}
+	return VRT_PENDING;
+}
+
+/* The calling worker, when the call comes from a task on one. */
+static struct vio_worker *task_worker(void)
+{
+	struct vio_worker *w = vio__self();
+
+	return w && vrt_current() ? w : NULL;
+}
+
+/* ---------------------------------------------------------------- send */
+
+enum vrt_poll vio_conn_send(struct vio_conn *c, const void *buf, size_t len, ssize_t *res)
+{
+	struct vio_worker *w = task_worker();
+	enum vrt_poll p;
+	int32_t r;
+
+	if (!w) {
+		*res = -EPERM;
+		return VRT_READY;
+	}
+	if (!vrt_budget_consume())
+		return VRT_YIELD;
+	if (len == 0 && atomic_load_explicit(&c->tx.state, memory_order_relaxed) == 0) {
+		*res = 0;
+		return VRT_READY;
+	}
+	p = conn_op(c, w, &c->tx, VIO_K_SEND, (void *)buf, len, NULL, 0, &r);
+	if (p == VRT_READY)
+		*res = r < 0 ? r : (ssize_t)c->tx.done;
+	return p;
+}
+
+enum vrt_poll vio_conn_sendv(struct vio_conn *c, struct iovec *iov, unsigned iovcnt,
+			     ssize_t *res)
+{
+	struct vio_worker *w = task_worker();
+	enum vrt_poll p;
+	int32_t r;
+
+	if (!w) {
+		*res = -EPERM;
+		return VRT_READY;
+	}
+	if (!vrt_budget_consume())
+		return VRT_YIELD;
+	if (atomic_load_explicit(&c->tx.state, memory_order_relaxed) == 0) {
+		/* Skip leading empty entries; nothing at all is sent at once. */
+		while (iovcnt > 0 && iov->iov_len == 0) {
+			iov++;
+			iovcnt--;
+		}
+		if (iovcnt == 0) {
+			*res = 0;
+			return VRT_READY;
+		}
+	}
+	p = conn_op(c, w, &c->tx, VIO_K_SENDV, NULL, 0, iov, iovcnt, &r);
+	if (p == VRT_READY)
+		*res = r < 0 ? r : (ssize_t)c->tx.done;
+	return p;
+}
+
+int vio_conn_shutdown_write(struct vio_conn *c)
+{
+	return shutdown(c->fd, SHUT_WR) < 0 ? -errno : 0;
+}
+
+/* ------------------------------------------------------------- receive */
+
+/* Move whatever the owner pushed to the task's FIFO. */
+static bool take_inbox(struct vio_conn *c)
+{
+	struct vio_buf *b, *rev = NULL, *next;
+
+	if (!atomic_load_explicit(&c->inbox, memory_order_relaxed))
+		return false; /* cheap peek; the push also wakes us */
+	/* [C2] acquire: pairs with [C1]. */
+	b = atomic_exchange_explicit(&c->inbox, NULL, memory_order_acquire);
+	for (; b; b = next) { /* LIFO -> FIFO */
+		next = b->next;
+		b->next = rev;
+		rev = b;
+	}
+	if (!rev)
+		return false;
+	if (c->rxq_tail)
+		c->rxq_tail->next = rev;
+	else
+		c->rxq_head = rev;
+	while (rev->next)
+		rev = rev->next;
+	c->rxq_tail = rev;
+	return true;
+}
+
+static void rxq_pop(struct vio_worker *w, struct vio_conn *c)
+{
+	struct vio_buf *b = c->rxq_head;
+
+	c->rxq_head = b->next;
+	if (!c->rxq_head)
+		c->rxq_tail = NULL;
+	c->rx_off = 0;
+	/* Relaxed: a heuristic count for the owner's throttle. */
+	atomic_fetch_sub_explicit(&c->rx_queued, 1, memory_order_relaxed);
+	vio__buf_release(w, b);
+}
+
+static size_t rx_copy(struct vio_worker *w, struct vio_conn *c, char *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len && c->rxq_head) {
+		struct vio_buf *b = c->rxq_head;
+		size_t n = b->len - c->rx_off;
+
+		if (n > len - got)
+			n = len - got;
+		memcpy(buf + got, vio__buf_data(b) + c->rx_off, n);
+		got += n;
+		c->rx_off += (uint32_t)n;
+		if (c->rx_off == b->len)
+			rxq_pop(w, c);
+	}
+	return got;
+}
+
+/* Return every buffer the connection holds (task side, rx op idle). */
+static void rx_release_all(struct vio_worker *w, struct vio_conn *c)
+{
+	take_inbox(c);
+	while (c->rxq_head)
+		rxq_pop(w, c);
+}
+
+static bool use_multishot(const struct vio_worker *w, const struct vio_conn *c)
+{
+	return w->buf_count > 0 && w->io->cfg.recv_multishot &&
+	       !(c->cflags & VIO_CF_PLAIN_ONCE) &&
+	       !atomic_load_explicit(&w->io->ms_recv_broken, memory_order_relaxed);
+}
+
+/*
+ * The multishot receive ended (state DONE, MBOX clear) and its buffers are
+ * queued: decide what the next receive does. Returns 1 to go on, or 0 with
+ * *res set for the caller.
+ */
+static int rx_ms_ended(struct vio_worker *w, struct vio_conn *c, ssize_t *res)
+{
+	int32_t term = c->rx.res;
+	uint8_t tflags = c->rx.tflags;
+
+	atomic_store_explicit(&c->rx.state, 0, memory_order_relaxed); /* [O2] seen */
+	c->rx.tflags = 0;
+	c->rx.kind = VIO_K_NONE;
+	if (term == 0) {
+		c->cflags |= VIO_CF_EOF;
+	} else if (term == VIO_MS_REARM) {
+		/* ended with data but without CQE_F_MORE: arm again */
+	} else if (term == -ENOBUFS) {
+		VIO_STAT_INC(w, recv_enobufs);
+		c->cflags |= VIO_CF_PLAIN_ONCE;
+	} else if (term == -ECANCELED) {
+		if (tflags & VIO_TF_TIMEDOUT) {
+			*res = -ETIMEDOUT;
+			return 0;
+		}
+		/* throttled by the owner: arm again when asked */
+	} else if (term == -EINVAL || term == -EOPNOTSUPP) {
+		/* The kernel has buffer rings but not multishot recv. */
+		atomic_store_explicit(&w->io->ms_recv_broken, true, memory_order_relaxed);
+	} else if (term < 0) {
+		c->rx_err = term;
+	}
+	return 1;
+}
+
+enum vrt_poll vio_conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *res)
+{
+	struct vio_worker *w = task_worker();
+	enum vrt_poll p;
+	uint32_t s;
+	int32_t r;
+
+	if (!w) {
+		*res = -EPERM;
+		return VRT_READY;
+	}
+	if (!vrt_budget_consume())
+		return VRT_YIELD;
+	if (len > INT32_MAX)
+		len = INT32_MAX;
+	for (;;) {
+		if (c->rxq_head || take_inbox(c)) {
+			*res = (ssize_t)rx_copy(w, c, buf, len);
+			return VRT_READY;
+		}
+		/* [O2] acquire: pairs with [O1]/[O5]. */
+		s = atomic_load_explicit(&c->rx.state, memory_order_acquire);
+		if (c->rx.kind == VIO_K_RECV_MS && s != 0) {
+			if (!(s & VIO_OP_DONE) || (s & VIO_OP_MBOX)) {
+				if (take_inbox(c))
+					continue;
+				return op_check(c, &c->rx, s, &r);
+			}
+			/* Terminated: its buffers were pushed before [O1]. */
+			if (take_inbox(c))
+				continue;
+			if (!rx_ms_ended(w, c, res))
+				return VRT_READY;
+			continue;
+		}
+		if (c->rx.kind == VIO_K_RECV && s != 0)
+			break; /* a plain recv is under way */
+		if (c->rx_err) {
+			*res = c->rx_err;
+			return VRT_READY;
+		}
+		if (c->cflags & VIO_CF_EOF) {
+			*res = 0;
+			return VRT_READY;
+		}
+		if (!use_multishot(w, c))
+			break;
+		if (deadline_passed(c)) {
+			*res = -ETIMEDOUT;
+			return VRT_READY;
+		}
+		c->rx.kind = VIO_K_RECV_MS;
+		c->rx.tflags = 0;
+		note_worker(c, w);
+		VIO_STAT_INC(w, recv_multishot_arms);
+		vio__op_start(w, &c->rx); /* never finishes at once */
+		return VRT_PENDING;
+	}
+	/* Plain recv into the caller's buffer. */
+	if (atomic_load_explicit(&c->rx.state, memory_order_relaxed) == 0) {
+		c->cflags &= ~VIO_CF_PLAIN_ONCE;
+		VIO_STAT_INC(w, recv_plain);
+	}
+	p = conn_op(c, w, &c->rx, VIO_K_RECV, buf, len, NULL, 0, &r);
+	if (p == VRT_READY) {
+		if (r == 0)
+			c->cflags |= VIO_CF_EOF;
+		*res = r;
+	}
+	return p;
+}
+
+/* -------------------------------------------- owner side of multishot */
+
+void vio__conn_rx_push(struct vio_worker *w, struct vio_conn *c, struct vio_buf *b)
+{
+	struct vio_buf *head;
+	uint32_t queued;
+
+	/* Relaxed peek: a push racing with the detach is still drained by
+	 * vio__conn_detached_done at the terminal completion. */
+	if (atomic_load_explicit(&c->rx.state, memory_order_relaxed) & VIO_OP_DETACHED) {
+		vio__buf_release(w, b);
+		return;
+	}
+	head = atomic_load_explicit(&c->inbox, memory_order_relaxed);
+	do {
+		b->next = head;
+		/* [C1] release: publishes b->len and the data; pairs with [C2]. */
+	} while (!atomic_compare_exchange_weak_explicit(&c->inbox, &head, b,
+							memory_order_release,
+							memory_order_relaxed));
+	/* Relaxed: a heuristic count (see rxq_pop). */
+	queued = atomic_fetch_add_explicit(&c->rx_queued, 1, memory_order_relaxed) + 1;
+	if (queued >= w->io->rx_throttle && !(c->rx.wflags & VIO_WF_THROTTLED)) {
+		/* The task is not reading: stop filling the worker's buffers. */
+		c->rx.wflags |= VIO_WF_THROTTLED;
+		w->io->be->cancel(w, &c->rx);
+	}
+	vrt_task_wake(c->rx.task); /* our in-flight reference keeps it alive */
+}
+
+void vio__conn_detached_done(struct vio_worker *w, struct vio_op *op)
+{
+	struct vio_conn *c = op->conn;
+
+	if (op->kind == VIO_K_RECV_MS) {
+		/* [C2] acquire: every push came from this thread anyway. */
+		struct vio_buf *b = atomic_exchange_explicit(&c->inbox, NULL, memory_order_acquire);
+		while (b) {
+			struct vio_buf *next = b->next;
+			vio__buf_release(w, b);
+			b = next;
+		}
+	}
+	/* [C3] acq_rel: the last one closes. */
+	if (atomic_fetch_sub_explicit(&c->close_count, 1, memory_order_acq_rel) == 1)
+		close(c->fd);
+}
+
+/* --------------------------------------------------------------- close */
+
+enum vrt_poll vio_conn_close(struct vio_conn *c, int *res)
+{
+	struct vio_worker *w = task_worker();
+	struct vio_op *ops[2] = { &c->rx, &c->tx };
+	bool busy = false;
+	enum vrt_poll p;
+	int32_t r;
+
+	if (!w) {
+		*res = -EPERM;
+		return VRT_READY;
+	}
+	if (!vrt_budget_consume())
+		return VRT_YIELD;
+	if (c->tx.kind != VIO_K_CLOSE) {
+		vio_timer_disarm(&c->deadline);
+		for (unsigned i = 0; i < 2; i++) {
+			struct vio_op *op = ops[i];
+			/* [O2] acquire: pairs with [O1]/[O5]. */
+			uint32_t s = atomic_load_explicit(&op->state, memory_order_acquire);
+
+			if (s == 0)
+				continue;
+			if ((s & VIO_OP_DONE) && !(s & VIO_OP_MBOX)) {
+				atomic_store_explicit(&op->state, 0, memory_order_relaxed);
+				continue;
+			}
+			busy = true;
+			if ((s & VIO_OP_INFLIGHT) && !(op->tflags & VIO_TF_CANCELLED)) {
+				op->tflags |= VIO_TF_CANCELLED;
+				vio__op_cancel(op);
+			}
+		}
+		if (busy)
+			return VRT_PENDING;
+		rx_release_all(w, c);
+		c->rx.kind = VIO_K_NONE;
+		c->tx.kind = VIO_K_NONE;
+	}
+	p = conn_op(c, w, &c->tx, VIO_K_CLOSE, NULL, 0, NULL, 0, &r);
+	if (p == VRT_READY) {
+		c->tx.kind = VIO_K_NONE;
+		c->fd = -1;
+		*res = r;
+	}
+	return p;
+}
+
+void vio_conn_abandon(struct vio_conn *c)
+{
+	struct vio_worker *w = vio__self();
+	struct vio_op *ops[2] = { &c->rx, &c->tx };
+	bool rx_inflight = false;
+
+	vio_timer_disarm(&c->deadline);
+	if (c->fd < 0)
+		return; /* closed by vio_conn_close */
+	/* Relaxed: published to the owners by the [O4] RMWs below. */
+	atomic_store_explicit(&c->close_count, 3, memory_order_relaxed);
+	for (unsigned i = 0; i < 2; i++) {
+		struct vio_op *op = ops[i];
+		/* [O4] acq_rel: ordered against the owner's [O1]. */
+		uint32_t s = atomic_fetch_or_explicit(&op->state, VIO_OP_DETACHED,
+						      memory_order_acq_rel);
+
+		if (s & VIO_OP_INFLIGHT) {
+			/* Its completion counts down (vio__conn_detached_done). */
+			if (op == &c->rx)
+				rx_inflight = true;
+			if (!(op->tflags & VIO_TF_CANCELLED)) {
+				op->tflags |= VIO_TF_CANCELLED;
+				vio__op_cancel(op);
+			}
+			continue;
+		}
+		/* Nothing in flight (a pending mailbox request, if any, only
+		 * wakes and unrefs): count down for it ourselves. [C3] */
+		atomic_fetch_sub_explicit(&c->close_count, 1, memory_order_acq_rel);
+	}
+	/* An rx still in flight drains its own inbox at its completion. */
+	if (!rx_inflight)
+		take_inbox(c);
+	while (c->rxq_head)
+		rxq_pop(w, c);
+	/* [C3] acq_rel: the last one closes; c->fd is not written again. */
+	if (atomic_fetch_sub_explicit(&c->close_count, 1, memory_order_acq_rel) == 1)
+		close(c->fd);
+}

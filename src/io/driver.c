@@ -1,0 +1,361 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * io/driver.c: the driver object: configuration, backend choice (io_uring
+ * or libev), the runtime's park/unpark hooks, provided-buffer returns and
+ * statistics.
+ *
+ * Threading: vio_new / vio_free on a control thread; the park hooks on the
+ * worker they name (unpark: any thread); vio_stats_snapshot anywhere.
+ *
+ * Ordering
+ * Shared: w->park_state (owner: park; any thread: unpark), w->buf_returns
+ * (any worker pushes, the owner takes all).
+ * [P1] park: CAS EMPTY->PARKED (acq_rel) and [P3] unpark: exchange to
+ *      NOTIFIED (acq_rel) are ordered on park_state: if [P3] comes first
+ *      the CAS fails and park returns at once; otherwise [P3] sees PARKED
+ *      and kicks the backend (eventfd / ev_async) which ends the kernel
+ *      wait. Release in [P3] / acquire in [P1]/[P2] carry the unparker's
+ *      writes (queued work) to the parked worker.
+ * [P2] owner leaves park: exchange to EMPTY (acq_rel), consuming a
+ *      notification.
+ * [B1] push of a released buffer: CAS (release); pairs with [B2], the
+ *      owner's exchange (acquire) before it hands the buffer to the kernel.
+ */
+#include "config.h"
+
+#include "io/internal.h"
+#include "base/time.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static _Thread_local struct vio_worker *tls_self;
+
+struct vio_worker *vio__self(void)
+{
+	return tls_self;
+}
+
+void vio_config_defaults(struct vio_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->backend = VIO_BACKEND_AUTO;
+	cfg->ring_entries = 1024;
+	cfg->recv_buffer_size = 16384;
+	cfg->recv_buffers = 256;
+	cfg->recv_multishot = true;
+	cfg->accept_multishot = true;
+	cfg->accept_pause_ms = 100;
+}
+
+static bool pow2(unsigned x)
+{
+	return x && !(x & (x - 1));
+}
+
+static int config_check(const struct vio_config *cfg, unsigned workers)
+{
+	if (workers < 1 || workers > 256)
+		return -EINVAL;
+	if (cfg->backend != VIO_BACKEND_AUTO && cfg->backend != VIO_BACKEND_URING &&
+	    cfg->backend != VIO_BACKEND_LIBEV)
+		return -EINVAL;
+	if (!pow2(cfg->ring_entries) || cfg->ring_entries < 8 || cfg->ring_entries > 32768)
+		return -EINVAL;
+	if (cfg->recv_buffer_size < 512 || cfg->recv_buffer_size > (1u << 20))
+		return -EINVAL;
+	if (cfg->recv_buffers != 0 &&
+	    (!pow2(cfg->recv_buffers) || cfg->recv_buffers < 8 || cfg->recv_buffers > 32768))
+		return -EINVAL;
+	if (cfg->accept_pause_ms < 1 || cfg->accept_pause_ms > 10000)
+		return -EINVAL;
+	return 0;
+}
+
+/* ------------------------------------------------------------ park hooks */
+
+/* Timers, mailbox, returned buffers, listeners: everything but the kernel. */
+static void service(struct vio_worker *w)
+{
+	int64_t now;
+
+	vio__mbox_run(w);
+	vio__buf_take_returns(w);
+	now = vb_now_ns();
+	vio__theap_run(&w->heap, now);
+	if (w->nlsocks)
+		w->lsock_resume = vio__lsock_service(w, now);
+}
+
+static int po_worker_start(void *ctx, unsigned id)
+{
+	struct vio *io = ctx;
+	struct vio_worker *w;
+	int r;
+
+	if (id >= io->nworkers)
+		return -EINVAL;
+	w = &io->w[id];
+	r = io->be->worker_start(w);
+	if (r < 0)
+		return r;
+	tls_self = w;
+	w->started = true;
+	service(w); /* listeners posted before the worker started */
+	io->be->poll(w);
+	return 0;
+}
+
+static void po_worker_stop(void *ctx, unsigned id)
+{
+	struct vio *io = ctx;
+	struct vio_worker *w = &io->w[id];
+
+	service(w);
+	io->be->worker_stop(w);
+	w->started = false;
+	tls_self = NULL;
+}
+
+static void po_park(void *ctx, unsigned id, int64_t timeout_ns)
+{
+	struct vio *io = ctx;
+	struct vio_worker *w = &io->w[id];
+	uint32_t expected = VIO_PK_EMPTY;
+	int64_t now, limit, until;
+
+	VIO_STAT_INC(w, parks);
+	service(w);
+	/* [P1] acq_rel: see the Ordering block; acquire on failure pairs
+	 * with [P3]. */
+	if (!atomic_compare_exchange_strong_explicit(&w->park_state, &expected, VIO_PK_PARKED,
+						     memory_order_acq_rel, memory_order_acquire)) {
+		/* [P2] acq_rel: consume the notification. */
+		atomic_exchange_explicit(&w->park_state, VIO_PK_EMPTY, memory_order_acq_rel);
+		io->be->poll(w);
+		service(w);
+		return;
+	}
+	now = vb_now_ns();
+	limit = timeout_ns < 0 ? INT64_MAX : now + timeout_ns;
+	if (w->nlsocks && w->lsock_resume < limit)
+		limit = w->lsock_resume;
+	until = vio__theap_next(&w->heap, true, limit);
+	if (until > limit)
+		until = limit;
+	io->be->wait(w, until == INT64_MAX ? -1 : (until > now ? until - now : 0));
+	vio__theap_next(&w->heap, false, 0);
+	/* [P2] acq_rel: leave PARKED, consuming a notification if any. */
+	atomic_exchange_explicit(&w->park_state, VIO_PK_EMPTY, memory_order_acq_rel);
+	service(w);
+	io->be->poll(w);
+}
+
+void vio__notify(struct vio_worker *w)
+{
+	/* [P3] acq_rel: pairs with [P1]/[P2]. */
+	if (atomic_exchange_explicit(&w->park_state, VIO_PK_NOTIFIED, memory_order_acq_rel) ==
+	    VIO_PK_PARKED)
+		w->io->be->kick(w);
+}
+
+static void po_unpark(void *ctx, unsigned id)
+{
+	struct vio *io = ctx;
+
+	if (id < io->nworkers)
+		vio__notify(&io->w[id]);
+}
+
+static void po_poll(void *ctx, unsigned id)
+{
+	struct vio *io = ctx;
+	struct vio_worker *w = &io->w[id];
+
+	service(w);
+	io->be->poll(w);
+}
+
+static const struct vrt_park_ops park_ops = {
+	.worker_start = po_worker_start,
+	.worker_stop = po_worker_stop,
+	.park = po_park,
+	.unpark = po_unpark,
+	.poll = po_poll,
+};
+
+void vio_park_ops(struct vio *io, const struct vrt_park_ops **ops, void **ctx)
+{
+	*ops = &park_ops;
+	*ctx = io;
+}
+
+/* ------------------------------------------------------ provided buffers */
+
+void vio__buf_release(struct vio_worker *self, struct vio_buf *b)
+{
+	struct vio_worker *w = b->w;
+	struct vio_buf *head;
+
+	if (w == self) {
+		vio__uring_buf_recycle(w, b);
+		return;
+	}
+	head = atomic_load_explicit(&w->buf_returns, memory_order_relaxed);
+	do {
+		b->next = head;
+		/* [B1] release: pairs with [B2]; we are done with the bytes. */
+	} while (!atomic_compare_exchange_weak_explicit(&w->buf_returns, &head, b,
+							memory_order_release,
+							memory_order_relaxed));
+}
+
+void vio__buf_take_returns(struct vio_worker *w)
+{
+	struct vio_buf *b, *next;
+
+	/* Relaxed peek: empty is common; a later push is seen next time. */
+	if (!atomic_load_explicit(&w->buf_returns, memory_order_relaxed))
+		return;
+	/* [B2] acquire: pairs with [B1]. */
+	b = atomic_exchange_explicit(&w->buf_returns, NULL, memory_order_acquire);
+	for (; b; b = next) {
+		next = b->next;
+		vio__uring_buf_recycle(w, b);
+	}
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static const char *backend_label(enum vio_backend b)
+{
+	return b == VIO_BACKEND_URING ? "uring" : b == VIO_BACKEND_LIBEV ? "libev" : "auto";
+}
+
+int vio_new(const struct vio_config *cfg, unsigned workers, struct vio **out)
+{
+	struct vio *io;
+	char why[sizeof(io->reason)];
+	unsigned i;
+	int r;
+
+	*out = NULL;
+	r = config_check(cfg, workers);
+	if (r < 0)
+		return r;
+	io = calloc(1, sizeof(*io));
+	if (!io)
+		return -ENOMEM;
+	io->cfg = *cfg;
+	io->nworkers = workers;
+	pthread_mutex_init(&io->mu, NULL);
+	atomic_init(&io->ms_recv_broken, false);
+	atomic_init(&io->ms_accept_broken, !cfg->accept_multishot);
+	/* A connection may hold an eighth of its worker's buffers (at
+	 * least 2) before its multishot receive stops until it reads. */
+	io->rx_throttle = cfg->recv_buffers / 8 > 2 ? cfg->recv_buffers / 8 : 2;
+
+	if (cfg->backend == VIO_BACKEND_LIBEV) {
+		io->be = &vio__ev_ops;
+		snprintf(io->reason, sizeof(io->reason), "configured");
+	} else {
+		r = vio__uring_probe(io, why, sizeof(why));
+		if (r == 0) {
+			io->be = &vio__uring_ops;
+			snprintf(io->reason, sizeof(io->reason), "%s", why);
+		} else if (cfg->backend == VIO_BACKEND_URING) {
+			vb_err("io: backend=uring requested but unusable: %s", why);
+			goto err_free;
+		} else {
+			io->be = &vio__ev_ops;
+			snprintf(io->reason, sizeof(io->reason), "%s", why);
+		}
+	}
+
+	io->w = aligned_alloc(VB_CACHELINE, workers * sizeof(*io->w));
+	if (!io->w) {
+		r = -ENOMEM;
+		goto err_free;
+	}
+	memset(io->w, 0, workers * sizeof(*io->w));
+	for (i = 0; i < workers; i++) {
+		struct vio_worker *w = &io->w[i];
+
+		w->io = io;
+		w->id = i;
+		w->lsock_resume = INT64_MAX;
+		atomic_init(&w->park_state, VIO_PK_EMPTY);
+		atomic_init(&w->mbox, NULL);
+		atomic_init(&w->buf_returns, NULL);
+		r = vio__theap_init(&w->heap, w);
+		if (r < 0)
+			goto err_workers;
+		r = io->be->worker_init(w);
+		if (r < 0) {
+			vio__theap_fini(&w->heap);
+			goto err_workers;
+		}
+	}
+	*out = io;
+	return 0;
+
+err_workers:
+	while (i-- > 0) {
+		io->be->worker_fini(&io->w[i]);
+		vio__theap_fini(&io->w[i].heap);
+	}
+	free(io->w);
+err_free:
+	vb_debug("io: vio_new(%s) failed: %s", backend_label(cfg->backend), strerror(-r));
+	pthread_mutex_destroy(&io->mu);
+	free(io);
+	return r;
+}
+
+const char *vio_backend_name(const struct vio *io)
+{
+	return io->be->name;
+}
+
+const char *vio_backend_reason(const struct vio *io)
+{
+	return io->reason;
+}
+
+void vio_free(struct vio *io)
+{
+	if (!io)
+		return;
+	/* Listeners first: their sockets may still be armed in a ring. */
+	vio__listeners_free(io);
+	for (unsigned i = 0; i < io->nworkers; i++) {
+		struct vio_worker *w = &io->w[i];
+
+		io->be->worker_fini(w);
+		vio__theap_fini(&w->heap);
+		free(w->lsocks);
+	}
+	free(io->w);
+	pthread_mutex_destroy(&io->mu);
+	free(io);
+}
+
+unsigned vio_stats_snapshot(struct vio *io, struct vio_worker_stats *per_worker, unsigned n)
+{
+	for (unsigned i = 0; per_worker && i < n && i < io->nworkers; i++) {
+		struct vio_worker *w = &io->w[i];
+		struct vio_worker_stats *o = &per_worker[i];
+
+		memset(o, 0, sizeof(*o));
+#define VIO_STAT_COPY(name) o->name = atomic_load_explicit(&w->st.name, memory_order_relaxed);
+		VIO_STATS_U64(VIO_STAT_COPY)
+#undef VIO_STAT_COPY
+		o->bufs_out = atomic_load_explicit(&w->st.bufs_out, memory_order_relaxed);
+		pthread_mutex_lock(&w->heap.mu);
+		o->timers_armed = w->heap.n;
+		pthread_mutex_unlock(&w->heap.mu);
+	}
+	return io->nworkers;
+}

@@ -1,0 +1,301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * io/internal.h: what the files of src/io share: the driver and worker
+ * structures, the backend interface (uring.c, evloop.c), the operation state
+ * word, the per-worker mailbox, timers and provided buffers. Private to
+ * src/io (tests excepted). liburing.h and ev.h stay in their backend file.
+ *
+ * Threading: a struct vio_worker is owned by its worker thread; other threads
+ * touch only park_state (unpark), mbox (cancel/arm requests), buf_returns
+ * (provided buffers released elsewhere) and the timer heap (under its
+ * mutex). Each of those sits on its own cache line.
+ */
+#ifndef VOLTD_IO_INTERNAL_H
+#define VOLTD_IO_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/compiler.h"
+#include "base/log.h"
+#include "io/io.h"
+
+/* ---------------------------------------------------------- op state word */
+
+/*
+ * struct vio_op.state bits. The submitting task sets INFLIGHT (it is then
+ * on its worker's thread, the owner); the owner clears INFLIGHT and sets
+ * DONE when the operation ends; a task running elsewhere that wants it
+ * cancelled sets CANCEL|MBOX and queues op->req on the owner's mailbox.
+ * While MBOX is set the owner still holds the task reference and the task
+ * may not reuse the op. DETACHED: the task gave the op up (abandon); the
+ * owner cleans up at completion. Protocol in op.c.
+ */
+#define VIO_OP_INFLIGHT 0x1u
+#define VIO_OP_DONE     0x2u
+#define VIO_OP_CANCEL   0x4u
+#define VIO_OP_MBOX     0x8u
+#define VIO_OP_DETACHED 0x10u
+
+/* struct vio_op.kind */
+enum vio_kind {
+	VIO_K_NONE = 0,
+	VIO_K_RECV,     /* recv into op->buf */
+	VIO_K_RECV_MS,  /* multishot recv into provided buffers (uring) */
+	VIO_K_SEND,     /* send all of buf/len */
+	VIO_K_SENDV,    /* sendmsg all of iov/iovcnt */
+	VIO_K_CLOSE,
+};
+
+/* op->tflags (task side, task-private) */
+#define VIO_TF_CANCELLED 0x1u /* cancel requested by this task */
+#define VIO_TF_TIMEDOUT  0x2u /* ... because the deadline passed */
+/* op->wflags (owner worker, owner-private while in flight) */
+#define VIO_WF_THROTTLED 0x1u /* multishot cancelled for back pressure */
+
+/* Result of a terminated multishot recv that ended with data but without
+ * CQE_F_MORE: re-arm. Not an errno. */
+#define VIO_MS_REARM 1
+
+/* conn->cflags (task-private) */
+#define VIO_CF_EOF        0x1u
+#define VIO_CF_PLAIN_ONCE 0x2u /* ENOBUFS: next receive is a plain recv */
+
+/* ------------------------------------------------------------- mailbox */
+
+enum vio_req_type {
+	VIO_REQ_CANCEL = 1,    /* struct vio_op.req */
+	VIO_REQ_LSOCK_ARM,     /* struct vio_lsock.arm_req */
+	VIO_REQ_LSOCK_STOP,    /* struct vio_lsock.stop_req */
+};
+
+/* ------------------------------------------------------ provided buffers */
+
+/* One provided receive buffer of a worker's ring: metadata (the bytes are
+ * at w->buf_base + bid * buf_size). Owned by the worker's ring, then by a
+ * connection's inbox/rx queue, then returned to w. */
+struct vio_buf {
+	struct vio_buf *next;    /* inbox / rx queue / return-stack link */
+	struct vio_worker *w;    /* ring it belongs to */
+	uint32_t len;            /* bytes received into it */
+	uint16_t bid;
+};
+
+static inline char *vio__buf_data(const struct vio_buf *b);
+
+/* ---------------------------------------------------------------- timers */
+
+struct vio_theap {
+	pthread_mutex_t mu;
+	struct vio_timer **v;   /* min-heap on deadline, under mu */
+	uint32_t n, cap;        /* under mu */
+	int64_t sleep_until;    /* under mu: the owner's wake-up time while parked, else INT64_MAX */
+	struct vio_worker *w;   /* owner; constant */
+};
+
+int vio__theap_init(struct vio_theap *h, struct vio_worker *w);
+void vio__theap_fini(struct vio_theap *h);
+/* Owner: earliest deadline (INT64_MAX: none); with `parking`, record that
+ * the owner sleeps until min(that, limit) so earlier arms kick it. */
+int64_t vio__theap_next(struct vio_theap *h, bool parking, int64_t limit);
+/* Owner: fire every timer due at `now`; returns how many. */
+unsigned vio__theap_run(struct vio_theap *h, int64_t now);
+
+/* ------------------------------------------------------------ listeners */
+
+struct vio_lsock {
+	int fd;
+	bool own_fd;               /* close it at the end (adopted duplicates: once) */
+	struct vio_worker *home;   /* accepts on this worker; constant */
+	struct vio_listener *l;
+	pthread_mutex_t mu;        /* guards the fields down to `closed` */
+	int *q;                    /* ring of accepted fds */
+	unsigned qcap, qhead, qlen;
+	struct vrt_task *waiter;   /* ref held */
+	bool throttled;            /* stopped because q is full; the consumer kicks home */
+	bool closed;
+	/* owner-private (home worker thread) */
+	bool armed;                /* a (multishot) accept or ev_io is live */
+	bool stopping;             /* stop requested; fd closes at the end */
+	bool fd_closed;
+	int64_t resume_at;         /* paused after EMFILE until then (0: not paused) */
+	struct vio_req arm_req, stop_req;
+	void *evw[8];              /* libev watcher storage */
+};
+
+struct vio_listener {
+	struct vio *io;
+	unsigned n;
+	int port;
+	struct vio_listener *next; /* io->listeners, under io->mu */
+	struct vio_lsock ls[];
+};
+
+/* listener.c, called by the backends on the home worker */
+/* A new connection (fd >= 0). Returns false when the queue is full enough
+ * that the accept should stop (throttled) until the consumer drains it. */
+bool vio__lsock_push(struct vio_lsock *ls, int fd);
+/* Accept failed with errno `err` (> 0; the accept ended): pause or re-arm. */
+void vio__lsock_error(struct vio_lsock *ls, int err);
+/* listener.c: free every listener (vio_free). */
+void vio__listeners_free(struct vio *io);
+/* Owner: re-arm listeners that are paused/throttled and may resume;
+ * returns the earliest resume time (INT64_MAX: none). */
+int64_t vio__lsock_service(struct vio_worker *w, int64_t now);
+
+/* -------------------------------------------------------------- backend */
+
+struct vio_backend_ops {
+	const char *name;
+	/* vio_new's thread: per-worker resources (ring / loop). */
+	int (*worker_init)(struct vio_worker *w);
+	/* vio_free's thread. */
+	void (*worker_fini)(struct vio_worker *w);
+	/* Worker thread, before/after its loop. */
+	int (*worker_start)(struct vio_worker *w);
+	void (*worker_stop)(struct vio_worker *w);
+	/* Owner: sleep in the kernel until an event, a kick or timeout_ns
+	 * (< 0: none), then process what arrived. */
+	void (*wait)(struct vio_worker *w, int64_t timeout_ns);
+	/* Owner: submit what is queued and process ready events; never blocks. */
+	void (*poll)(struct vio_worker *w);
+	/* Any thread: end the owner's wait(). */
+	void (*kick)(struct vio_worker *w);
+	/* Owner: try to finish `op` without waiting (NULL: never). True with
+	 * op->res set when it finished. */
+	bool (*try_now)(struct vio_worker *w, struct vio_op *op);
+	/* Owner: start op (state already INFLIGHT, task ref taken). */
+	void (*submit)(struct vio_worker *w, struct vio_op *op);
+	/* Owner: cancel an in-flight op (it completes later or at once). */
+	void (*cancel)(struct vio_worker *w, struct vio_op *op);
+	/* Owner: start / stop accepting on a listening socket. */
+	void (*lsock_arm)(struct vio_worker *w, struct vio_lsock *ls);
+	void (*lsock_stop)(struct vio_worker *w, struct vio_lsock *ls);
+};
+
+extern const struct vio_backend_ops vio__uring_ops;
+extern const struct vio_backend_ops vio__ev_ops;
+
+/* uring.c: can io_uring be used with io->cfg? 0 (io->uring_flags and
+ * io->pbuf_ok set, `why` describes the setup) or -errno (`why` says why). */
+int vio__uring_probe(struct vio *io, char *why, size_t whylen);
+
+/* --------------------------------------------------------------- worker */
+
+/* Counters written only by the owning worker (relaxed single-writer adds),
+ * read by vio_stats_snapshot. The names are those of vio_worker_stats. */
+#define VIO_STATS_U64(X) \
+	X(submitted) X(completed) X(immediate) X(cancels) \
+	X(recv_multishot_arms) X(recv_enobufs) X(recv_plain) \
+	X(recv_bytes) X(send_bytes) X(send_partial) \
+	X(accepts) X(accept_pauses) X(accept_rearms) X(timers_fired) \
+	X(parks) X(park_wakeups_io) X(sq_full) X(cq_overflow) \
+	X(migrations)
+
+struct vio_wstats {
+#define VIO_STAT_FIELD(name) _Atomic uint64_t name;
+	VIO_STATS_U64(VIO_STAT_FIELD)
+#undef VIO_STAT_FIELD
+	_Atomic uint32_t bufs_out;
+};
+
+/* Single writer: a relaxed load + store is enough (readers tolerate a stale
+ * value) and avoids a locked RMW on the hot path. */
+#define VIO_STAT_ADD(w, name, v) \
+	atomic_store_explicit(&(w)->st.name, \
+		atomic_load_explicit(&(w)->st.name, memory_order_relaxed) + (v), \
+		memory_order_relaxed)
+#define VIO_STAT_INC(w, name) VIO_STAT_ADD(w, name, 1)
+
+enum vio_park_state {
+	VIO_PK_EMPTY = 0,
+	VIO_PK_PARKED = 1,
+	VIO_PK_NOTIFIED = 2,
+};
+
+struct vio_worker {
+	/* Owner-private and constant fields. */
+	struct vio *io;
+	unsigned id;
+	bool started;
+	struct vio_lsock **lsocks;  /* listeners homed here, owner-private copy */
+	unsigned nlsocks;
+	int64_t lsock_resume;        /* earliest paused listener resume */
+	/* provided buffers (uring) */
+	char *buf_base;
+	uint32_t buf_size, buf_count;
+	struct vio_buf *bufs;
+	void *be;                    /* backend state (struct vio_uring_w / vio_ev_w) */
+	struct vio_wstats st;
+
+	/* Written by unpark (any thread) and the owner. */
+	vb_cacheline_aligned _Atomic uint32_t park_state;
+	/* Pushed by any thread, taken by the owner. */
+	vb_cacheline_aligned _Atomic(struct vio_req *) mbox;
+	/* Provided buffers released on other workers, taken by the owner. */
+	vb_cacheline_aligned _Atomic(struct vio_buf *) buf_returns;
+	/* Timer heap (own mutex). */
+	vb_cacheline_aligned struct vio_theap heap;
+};
+
+struct vio {
+	struct vio_config cfg;
+	const struct vio_backend_ops *be;
+	unsigned nworkers;
+	char reason[160];
+	unsigned uring_flags;             /* io_uring setup flags chosen by the probe */
+	bool pbuf_ok;                     /* provided-buffer rings can be registered */
+	uint32_t rx_throttle;             /* buffers a connection may hold before its multishot stops */
+	_Atomic bool ms_recv_broken;      /* kernel refused multishot recv: plain from now on (relaxed flag) */
+	_Atomic bool ms_accept_broken;    /* same for multishot accept */
+	pthread_mutex_t mu;               /* guards listeners */
+	struct vio_listener *listeners;
+	struct vio_worker *w;             /* [nworkers], cache-line aligned */
+};
+
+static inline char *vio__buf_data(const struct vio_buf *b)
+{
+	return b->w->buf_base + (size_t)b->bid * b->w->buf_size;
+}
+
+/* The I/O worker of the calling thread, or NULL outside a started worker. */
+struct vio_worker *vio__self(void);
+
+/* Push a request to w's mailbox and make sure w sees it soon. Any thread. */
+void vio__mbox_post(struct vio_worker *w, struct vio_req *r);
+/* Owner: take and run every queued request. */
+void vio__mbox_run(struct vio_worker *w);
+/* Any thread: end the current or next park of w (the runtime's unpark). */
+void vio__notify(struct vio_worker *w);
+
+/* ------------------------------------------------------- op.c internals */
+
+/* Start an op whose fields are set, on w (the caller's worker). True when
+ * it finished at once (op->res holds the result, state stays idle). */
+bool vio__op_start(struct vio_worker *w, struct vio_op *op);
+/* Owner: the op ended with res. Wakes the task, drops the reference (or
+ * leaves it to the mailbox), cleans up after an abandoned connection. */
+void vio__op_complete(struct vio_worker *w, struct vio_op *op, int32_t res);
+/* Task side: ask for op's cancellation wherever it runs. */
+void vio__op_cancel(struct vio_op *op);
+/* Owner: a queued cancel request for op. */
+void vio__op_mbox(struct vio_worker *w, struct vio_op *op);
+/* Owner: a partial send of n bytes happened: advance; true if more remains. */
+bool vio__op_send_advance(struct vio_op *op, size_t n);
+
+/* conn.c: owner side of multishot recv. */
+/* A buffer arrived for c (rx in flight on w). */
+void vio__conn_rx_push(struct vio_worker *w, struct vio_conn *c, struct vio_buf *b);
+/* Owner: an abandoned connection's op ended: drain and count down. */
+void vio__conn_detached_done(struct vio_worker *w, struct vio_op *op);
+
+/* Provided buffers: return b to its ring (from any worker). */
+void vio__buf_release(struct vio_worker *self, struct vio_buf *b);
+/* Owner: recycle buffers other workers returned. */
+void vio__buf_take_returns(struct vio_worker *w);
+/* uring.c: put b back in w's buffer ring (owner only). */
+void vio__uring_buf_recycle(struct vio_worker *w, struct vio_buf *b);
+
+#endif

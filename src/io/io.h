@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * io/io.h: the voltd I/O driver: one io_uring per runtime worker (or one
+ * libev loop per worker when io_uring cannot be used), socket operations and
+ * timers as awaitable operations for runtime tasks, and the park/unpark hooks
+ * that let a parked worker sleep in the kernel until I/O, a timer or an
+ * unpark arrives.
+ *
+ * Threading contract:
+ * - vio_new / vio_free / vio_listener_new / vio_stats_snapshot: any non-worker
+ *   thread (vio_free only after the runtime's workers have stopped).
+ * - Every awaitable call (vio_conn_*, vio_accept, vio_sleep_until,
+ *   vio_timer_*) runs inside a task's poll on a worker of a runtime that was
+ *   started with vio_park_ops(); it submits on the calling worker's ring and
+ *   the completion wakes the calling task. A task may migrate between polls;
+ *   its next operation goes to its new worker.
+ * - An object (struct vio_conn, struct vio_timer) is used by one task at a
+ *   time; it must live in memory the task's vtable drop() frees: the driver
+ *   holds a task reference while the kernel may still touch the object, so
+ *   a cancelled task's memory outlives its last completion.
+ *
+ * Awaitable calls return enum vrt_poll: VRT_READY with the result stored
+ * (>= 0 or -errno), VRT_PENDING (the task will be woken; call again with the
+ * same arguments to collect), or VRT_YIELD (the task's cooperative budget is
+ * spent; nothing was done; return VRT_YIELD and call again later).
+ */
+#ifndef VOLTD_IO_IO_H
+#define VOLTD_IO_IO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "rt/rt.h"
+
+struct vio;
+struct vio_worker;
+struct vio_listener;
+struct vio_theap;
+struct vio_buf;
+
+enum vio_backend {
+	VIO_BACKEND_AUTO = 0,  /* io_uring, else libev (setup failed / opcode missing) */
+	VIO_BACKEND_URING = 1, /* io_uring or fail */
+	VIO_BACKEND_LIBEV = 2, /* libev (epoll) */
+};
+
+struct vio_config {
+	enum vio_backend backend;
+	unsigned ring_entries;     /* SQ entries per worker ring: 8..32768, power of two */
+	unsigned recv_buffer_size; /* bytes per provided receive buffer: 512..1 MiB */
+	unsigned recv_buffers;     /* provided buffers per worker: 0 (plain recv) or 8..32768, power of two */
+	bool recv_multishot;       /* false: plain recv only (ablation and tests) */
+	bool accept_multishot;     /* false: one-shot accept re-armed per connection */
+	unsigned accept_pause_ms;  /* pause of a listener after EMFILE/ENFILE: 1..10000 */
+};
+
+/* ring_entries 1024, recv_buffer_size 16384, recv_buffers 256, multishot on,
+ * accept_pause_ms 100, backend auto. */
+void vio_config_defaults(struct vio_config *cfg);
+
+/* Create the driver for `workers` runtime workers (1..256), choose the
+ * backend and set up every worker's ring or loop (used from the worker
+ * threads once the runtime starts). 0 or -errno (-EINVAL: bad config;
+ * with backend=uring, the io_uring setup error). */
+int vio_new(const struct vio_config *cfg, unsigned workers, struct vio **out);
+
+/* The hooks to put in vrt_config.park_ops / park_ctx. */
+void vio_park_ops(struct vio *io, const struct vrt_park_ops **ops, void **ctx);
+
+/* "uring" or "libev", and why, e.g. "configured", "io_uring_setup: Operation
+ * not permitted", or the uring setup flags. Stable strings owned by io. */
+const char *vio_backend_name(const struct vio *io);
+const char *vio_backend_reason(const struct vio *io);
+
+/* After vrt_shutdown() (no worker runs): closes listeners and rings. */
+void vio_free(struct vio *io);
+
+/* ------------------------------------------------------------ listeners */
+
+/*
+ * One SO_REUSEPORT listening socket per worker, bound to `addr` (port 0:
+ * the kernel picks one port, shared by all), each accepting on its own
+ * worker (multishot accept / an ev_io). Accepted sockets are non-blocking
+ * and close-on-exec. Under fd exhaustion (EMFILE/ENFILE) a socket pauses
+ * for accept_pause_ms, logs rate-limited, and resumes.
+ */
+int vio_listener_new(struct vio *io, const struct sockaddr *addr, socklen_t addrlen,
+		     int backlog, struct vio_listener **out);
+/* Adopt already listening sockets (socket activation): worker i accepts on
+ * fds[i % nfds]. The listener owns the fds from now on. */
+int vio_listener_adopt(struct vio *io, const int *fds, unsigned nfds,
+		       struct vio_listener **out);
+/* Number of accept queues (= workers) and the bound port (host order). */
+unsigned vio_listener_count(const struct vio_listener *l);
+int vio_listener_port(const struct vio_listener *l);
+/* Stop accepting: queued connections are closed and vio_accept returns
+ * -ESHUTDOWN. Any thread. The memory is released by vio_free. */
+void vio_listener_close(struct vio_listener *l);
+
+/* Take one accepted connection from queue `idx` (< vio_listener_count).
+ * One task per queue. VRT_READY with *fd >= 0, or *fd = -ESHUTDOWN. */
+enum vrt_poll vio_accept(struct vio_listener *l, unsigned idx, int *fd);
+
+/* -------------------------------------------------------------- timers */
+
+/*
+ * A deadline that wakes the task which armed it. Embed it; fields private.
+ * Arming from any worker, re-arming and disarming are O(log n) on the heap
+ * of the worker where it was first armed.
+ */
+struct vio_timer {
+	int64_t deadline;               /* private: under home's lock */
+	_Atomic(struct vio_theap *) home; /* private: heap holding it, or NULL */
+	uint32_t idx;                   /* private: heap slot, under home's lock */
+	_Atomic uint32_t fired;         /* private */
+	struct vrt_task *task;          /* private: woken at expiry, ref held while armed */
+};
+
+void vio_timer_init(struct vio_timer *t);
+/* (Re)arm for `deadline_ns` (vb_now_ns clock) to wake the current task.
+ * 0 or -ENOMEM / -EPERM (not on a worker). */
+int vio_timer_arm(struct vio_timer *t, int64_t deadline_ns);
+/* Disarm (no wakeup afterwards). Safe on an unarmed timer. By the timer's
+ * task (e.g. when cancelled, before it returns VRT_READY; a timer left
+ * armed only delays the task's drop until it fires). */
+void vio_timer_disarm(struct vio_timer *t);
+/* The armed deadline has passed (the timer fired). */
+bool vio_timer_expired(const struct vio_timer *t);
+
+/* Sleep until vb_now_ns() >= deadline_ns: VRT_READY never earlier. A task
+ * that stops sleeping early (cancelled) calls vio_timer_disarm(). */
+enum vrt_poll vio_sleep_until(struct vio_timer *t, int64_t deadline_ns);
+
+/* ------------------------------------------------------------ operations */
+
+/*
+ * struct vio_op: one in-flight kernel operation. Embedded in vio_conn;
+ * every field is private to src/io (exposed for embedding only). `state` is
+ * written by the submitting task, the worker that owns the operation and a
+ * canceller (see io/op.c for the protocol).
+ */
+struct vio_op {
+	_Atomic uint32_t state;          /* private */
+	int32_t res;                     /* private: result, published by state */
+	uint8_t kind;                    /* private */
+	uint8_t tflags;                  /* private: task-side flags */
+	uint8_t wflags;                  /* private: owner-worker flags */
+	uint8_t pad_;
+	uint32_t pad2_;
+	size_t done;                     /* private: bytes sent so far */
+	struct vio_worker *owner;        /* private: worker whose ring holds it */
+	struct vrt_task *task;           /* private: ref held while in flight */
+	struct vio_req {                 /* private: mailbox link (cancel request) */
+		struct vio_req *next;
+		uint32_t type;
+	} req;
+	struct vio_conn *conn;           /* private */
+	void *buf;                       /* private */
+	size_t len;                      /* private */
+	struct iovec *iov;               /* private */
+	unsigned iovcnt;                 /* private */
+	union {                          /* private: backend scratch */
+		struct msghdr msg;
+		void *evw[8];
+	} u;
+};
+
+/*
+ * A connected stream socket driven by one task at a time: receive (with
+ * multishot recv into the worker's provided-buffer ring where the kernel
+ * allows it), send, vectored send, a deadline that cancels the pending
+ * operation, close. Embed it; fields private.
+ */
+struct vio_conn {
+	int fd;                          /* public, read-only */
+	uint32_t cflags;                 /* private: eof, err, plain-once */
+	int32_t rx_err;                  /* private */
+	uint32_t rx_off;                 /* private: offset into rxq_head */
+	struct vio_op rx;                /* private: recv (multishot or plain) */
+	struct vio_op tx;                /* private: send / sendv / close */
+	struct vio_buf *_Atomic inbox;   /* private: buffers pushed by rx's worker */
+	struct vio_buf *rxq_head;        /* private: task-side FIFO */
+	struct vio_buf *rxq_tail;        /* private */
+	_Atomic uint32_t rx_queued;      /* private: buffers held (throttle) */
+	_Atomic uint32_t close_count;    /* private: abandon countdown */
+	struct vio_timer deadline;       /* private */
+	struct vio_worker *last_worker;  /* private: migration statistics */
+};
+
+/* Take over `fd` (a connected, non-blocking socket). */
+void vio_conn_init(struct vio_conn *c, int fd);
+
+/* Deadline for every operation on the connection from now on (0: none):
+ * when it passes, the pending operation is cancelled and returns
+ * -ETIMEDOUT; calls made after it return -ETIMEDOUT at once. Returns 0 or
+ * -ENOMEM / -EPERM. */
+int vio_conn_set_deadline(struct vio_conn *c, int64_t deadline_ns);
+
+/* Receive up to len (> 0) bytes: *res = bytes (> 0), 0 at end of stream,
+ * or -errno (-ETIMEDOUT, -ECONNRESET, ...). */
+enum vrt_poll vio_conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *res);
+/* Send all len bytes (partial sends are continued internally): *res = len
+ * or -errno. `buf` must stay valid until VRT_READY (or the task's drop). */
+enum vrt_poll vio_conn_send(struct vio_conn *c, const void *buf, size_t len, ssize_t *res);
+/* Vectored send of every byte of iov[0..iovcnt) (e.g. header + body, not
+ * copied together). The iovec array is modified (advanced) in place and
+ * must stay valid until VRT_READY. *res = total bytes or -errno. */
+enum vrt_poll vio_conn_sendv(struct vio_conn *c, struct iovec *iov, unsigned iovcnt,
+			     ssize_t *res);
+/* shutdown(2) the write side (half-close). Never blocks. 0 or -errno. */
+int vio_conn_shutdown_write(struct vio_conn *c);
+/* Cancel what is pending, then close the socket: *res = 0 or -errno. */
+enum vrt_poll vio_conn_close(struct vio_conn *c, int *res);
+/* For a task that stops early (e.g. cancelled): cancel everything pending
+ * without waiting; the socket is closed once the last completion arrives.
+ * The connection must not be used again. */
+void vio_conn_abandon(struct vio_conn *c);
+
+/* ---------------------------------------------------------------- stats */
+
+struct vio_worker_stats {
+	uint64_t submitted;        /* kernel requests (uring SQEs / ev_io starts) */
+	uint64_t completed;        /* operations finished by the worker */
+	uint64_t immediate;        /* libev: finished without waiting */
+	uint64_t cancels;          /* cancellations issued */
+	uint64_t recv_multishot_arms, recv_enobufs, recv_plain;
+	uint64_t recv_bytes, send_bytes, send_partial;
+	uint64_t accepts, accept_pauses, accept_rearms;
+	uint64_t timers_fired;
+	uint64_t parks, park_wakeups_io;
+	uint64_t sq_full, cq_overflow;
+	uint64_t migrations;       /* connection operations issued on another worker than the previous one */
+	uint32_t timers_armed;     /* entries in this worker's timer heap */
+	uint32_t bufs_out;         /* provided buffers currently held by connections */
+};
+
+/* Snapshot without stopping workers; `per_worker` has room for n entries.
+ * Returns the number of workers. */
+unsigned vio_stats_snapshot(struct vio *io, struct vio_worker_stats *per_worker, unsigned n);
+
+#endif

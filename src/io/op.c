@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * io/op.c: the life of one awaitable operation, shared by both backends.
+ *
+ * A task starts an op on the worker it runs on (the owner): the op holds a
+ * reference on the task, so the op's memory (inside the task's struct) and
+ * the buffers the kernel reads or writes stay valid until the owner has seen
+ * the last completion, even if the task finished long before. The owner
+ * completes the op on its own thread, wakes the task and drops the
+ * reference. A task that has since moved to another worker and wants the op
+ * cancelled cannot touch the owner's ring: it queues a request on the
+ * owner's mailbox.
+ *
+ * Ordering
+ * Shared: op->state (task: start, collect, cancel request, detach; owner:
+ * complete, mailbox), op->res (owner, before [O1]), op->req.next (the
+ * canceller, before [M1]), w->mbox (any thread pushes, the owner takes all).
+ * [O1] owner, completion: fetch_xor clears INFLIGHT and sets DONE
+ *      (acq_rel). Release publishes op->res and the bytes the kernel put in
+ *      the task's buffer; pairs with [O2], the task's acquire load before it
+ *      collects. Acquire pairs with [O3]/[O4] so a canceller's or detacher's
+ *      writes before its RMW are visible to the owner.
+ * [O3] canceller on another worker: fetch_or(CANCEL|MBOX) (acq_rel). The RMWs
+ *      on state are totally ordered: if [O3] saw INFLIGHT, [O1] comes later
+ *      and sees MBOX, so the owner leaves the task reference to the mailbox
+ *      (the request still points at op). If [O3] did not see INFLIGHT, the
+ *      canceller withdraws MBOX and queues nothing.
+ * [O4] detach (vio_conn_abandon): fetch_or(DETACHED) (acq_rel); whichever of
+ *      [O1]/[O4] comes second cleans up after the connection.
+ * [O5] owner, mailbox: fetch_and(~MBOX) (acq_rel): pairs with [O2] (the task
+ *      may reuse the op once it sees MBOX clear) and with [O3].
+ * [M1] mailbox push: CAS (release) publishes the request; pairs with [M2],
+ *      the owner's exchange (acquire).
+ */
+#include "config.h"
+
+#include "io/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+bool vio__op_start(struct vio_worker *w, struct vio_op *op)
+{
+	const struct vio_backend_ops *be = w->io->be;
+
+	if (be->try_now && be->try_now(w, op)) {
+		VIO_STAT_INC(w, immediate);
+		return true;
+	}
+	op->owner = w;
+	op->task = vrt_current();
+	op->wflags = 0;
+	vrt_task_ref(op->task);
+	/* Relaxed: the owner is this thread; another thread learns that the
+	 * op is in flight only through the task (the runtime orders polls) or
+	 * through its own RMW on state. */
+	atomic_store_explicit(&op->state, VIO_OP_INFLIGHT, memory_order_relaxed);
+	VIO_STAT_INC(w, submitted);
+	be->submit(w, op);
+	return false;
+}
+
+void vio__op_complete(struct vio_worker *w, struct vio_op *op, int32_t res)
+{
+	struct vrt_task *task = op->task;
+	uint32_t s;
+
+	op->res = res;
+	VIO_STAT_INC(w, completed);
+	/* [O1] acq_rel: publishes res / the received bytes; pairs with [O2]
+	 * in the task's collect; sees [O3]/[O4]. */
+	s = atomic_fetch_xor_explicit(&op->state, VIO_OP_INFLIGHT | VIO_OP_DONE,
+				      memory_order_acq_rel);
+	VB_BUG_ON(!(s & VIO_OP_INFLIGHT) || (s & VIO_OP_DONE));
+	if (s & VIO_OP_DETACHED)
+		vio__conn_detached_done(w, op); /* the task gave it up: we still hold its ref */
+	else
+		vrt_task_wake(task);
+	if (!(s & VIO_OP_MBOX))
+		vrt_task_unref(task);
+}
+
+void vio__op_cancel(struct vio_op *op)
+{
+	struct vio_worker *self = vio__self();
+	struct vio_worker *owner = op->owner;
+	uint32_t s;
+
+	VIO_STAT_INC(self, cancels);
+	if (owner == self) {
+		/* Relaxed: the owner is this thread, so completion cannot race;
+		 * the bit only tells a partial send not to go on. */
+		s = atomic_fetch_or_explicit(&op->state, VIO_OP_CANCEL, memory_order_relaxed);
+		if (s & VIO_OP_INFLIGHT)
+			self->io->be->cancel(self, op);
+		return;
+	}
+	/* [O3] acq_rel: ordered against the owner's [O1]; see the block. */
+	s = atomic_fetch_or_explicit(&op->state, VIO_OP_CANCEL | VIO_OP_MBOX,
+				     memory_order_acq_rel);
+	if (!(s & VIO_OP_INFLIGHT)) {
+		/* Finished before we asked: nothing to queue. Relaxed: the
+		 * owner is done with the op and no request refers to it. */
+		if (!(s & VIO_OP_MBOX))
+			atomic_fetch_and_explicit(&op->state, ~VIO_OP_MBOX, memory_order_relaxed);
+		return;
+	}
+	if (s & VIO_OP_MBOX)
+		return; /* a request is already queued */
+	op->req.type = VIO_REQ_CANCEL;
+	vio__mbox_post(owner, &op->req);
+}
+
+void vio__op_mbox(struct vio_worker *w, struct vio_op *op)
+{
+	/* Stable: while MBOX is set the task may not reuse the op. */
+	struct vrt_task *task = op->task;
+	uint32_t s;
+
+	/* [O5] acq_rel: pairs with [O3] (the request) and [O2] (after this
+	 * the task may collect and reuse the op). */
+	s = atomic_fetch_and_explicit(&op->state, ~VIO_OP_MBOX, memory_order_acq_rel);
+	if (s & VIO_OP_INFLIGHT) {
+		/* Still ours until its completion (same thread), which now
+		 * drops the reference. */
+		w->io->be->cancel(w, op);
+		return;
+	}
+	/* It completed in between and left its reference to us. */
+	if (!(s & VIO_OP_DETACHED))
+		vrt_task_wake(task);
+	vrt_task_unref(task);
+}
+
+bool vio__op_send_advance(struct vio_op *op, size_t n)
+{
+	op->done += n;
+	if (op->kind == VIO_K_SEND)
+		return op->done < op->len;
+	/* VIO_K_SENDV: drop what was sent from the front of the array. */
+	while (op->iovcnt > 0) {
+		if (n < op->iov->iov_len) {
+			op->iov->iov_base = (char *)op->iov->iov_base + n;
+			op->iov->iov_len -= n;
+			return true;
+		}
+		n -= op->iov->iov_len;
+		op->iov++;
+		op->iovcnt--;
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------- mailbox */
+
+void vio__mbox_post(struct vio_worker *w, struct vio_req *r)
+{
+	struct vio_req *head = atomic_load_explicit(&w->mbox, memory_order_relaxed);
+
+	do {
+		r->next = head;
+		/* [M1] release: publishes r and what the poster wrote before;
+		 * pairs with [M2] in vio__mbox_run. */
+	} while (!atomic_compare_exchange_weak_explicit(&w->mbox, &head, r,
+							memory_order_release,
+							memory_order_relaxed));
+	vio__notify(w);
+}
+
+void vio__mbox_run(struct vio_worker *w)
+{
+	struct vio_req *r, *rev = NULL, *next;
+
+	/* Relaxed peek: an empty mailbox is the common case; a request pushed
+	 * right after is seen at the next call (the push also notifies). */
+	if (!atomic_load_explicit(&w->mbox, memory_order_relaxed))
+		return;
+	/* [M2] acquire: pairs with [M1]. */
+	r = atomic_exchange_explicit(&w->mbox, NULL, memory_order_acquire);
+	for (; r; r = next) { /* LIFO -> FIFO */
+		next = r->next;
+		r->next = rev;
+		rev = r;
+	}
+	for (r = rev; r; r = next) {
+		next = r->next; /* handling may let the request be reused */
+		switch (r->type) {
+		case VIO_REQ_CANCEL:
+			vio__op_mbox(w, vb_container_of(r, struct vio_op, req));
+			break;
+		case VIO_REQ_LSOCK_ARM: {
+			struct vio_lsock *ls = vb_container_of(r, struct vio_lsock, arm_req);
+			struct vio_lsock **v = realloc(w->lsocks, (w->nlsocks + 1) * sizeof(*v));
+			VB_BUG_ON(!v); /* a few pointers at listener set-up */
+			v[w->nlsocks++] = ls;
+			w->lsocks = v;
+			w->io->be->lsock_arm(w, ls);
+			break;
+		}
+		case VIO_REQ_LSOCK_STOP: {
+			struct vio_lsock *ls = vb_container_of(r, struct vio_lsock, stop_req);
+			ls->stopping = true;
+			w->io->be->lsock_stop(w, ls);
+			break;
+		}
+		default:
+			VB_BUG_ON(1);
+		}
+	}
+}

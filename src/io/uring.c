@@ -1,0 +1,707 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * io/uring.c: the io_uring backend. One ring per worker, created on the
+ * control thread disabled (IORING_SETUP_R_DISABLED) so that the worker
+ * thread that enables it becomes its single issuer; a provided-buffer ring
+ * (group 0) per worker for multishot recv, registered by hand (liburing 2.3
+ * has no io_uring_setup_buf_ring); an eventfd read kept armed while the
+ * worker sleeps so that unpark ends io_uring_enter.
+ *
+ * Threading: every function here runs on the ring's worker thread, except
+ * worker_init / worker_fini (control thread, ring disabled or workers gone),
+ * kick (any thread: writes the eventfd) and the probe.
+ *
+ * Ordering: the ring itself is single-threaded (SINGLE_ISSUER); the kernel
+ * side is ordered by liburing. The provided-buffer ring's tail is published
+ * with io_uring_buf_ring_advance (store-release for the kernel). Cross-
+ * thread state lives in op.c, conn.c and driver.c.
+ */
+#include "config.h"
+
+#include "io/internal.h"
+#include "base/time.h"
+
+#include <errno.h>
+#include <liburing.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* user_data: a pointer (8-byte aligned) with a tag in the low bits. */
+enum {
+	TAG_OP = 0,     /* struct vio_op, one-shot */
+	TAG_MS = 1,     /* struct vio_op, multishot recv */
+	TAG_LSOCK = 2,  /* struct vio_lsock, accept */
+	TAG_WAKE = 3,   /* the eventfd read */
+	TAG_IGNORE = 4, /* cancel requests: result not needed */
+};
+#define TAG_MASK 7u
+
+#define BGID 0
+#define REAP_BATCH 64
+
+struct vio_uring_w {
+	struct io_uring ring;
+	int efd;
+	uint64_t efd_val;
+	bool efd_armed;
+	bool stopping;              /* worker_stop: cancel and drain */
+	uint32_t inflight;          /* requests whose final CQE is due */
+	uint64_t io_cqes;           /* CQEs other than wakeups and cancel results */
+	struct io_uring_buf_ring *br;
+	size_t br_bytes, buf_bytes;
+	unsigned br_mask;
+};
+
+static struct vio_uring_w *uw_of(struct vio_worker *w)
+{
+	return w->be;
+}
+
+static uint64_t ud(const void *p, unsigned tag)
+{
+	return (uint64_t)(uintptr_t)p | tag;
+}
+
+static const struct {
+	uint8_t op;
+	const char *name;
+} required_ops[] = {
+	{ IORING_OP_RECV, "RECV" },
+	{ IORING_OP_SEND, "SEND" },
+	{ IORING_OP_SENDMSG, "SENDMSG" },
+	{ IORING_OP_ACCEPT, "ACCEPT" },
+	{ IORING_OP_CLOSE, "CLOSE" },
+	{ IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL" },
+	{ IORING_OP_READ, "READ" },
+};
+
+/* Setup flags, best first; the probe keeps the first the kernel accepts.
+ * A single issuer ring starts disabled so the worker thread enables it. */
+static const unsigned flag_ladder[] = {
+	IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+		IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_R_DISABLED,
+	IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN |
+		IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_R_DISABLED,
+	IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+	IORING_SETUP_COOP_TASKRUN,
+	0,
+};
+
+/*
+ * CQ size: every in-flight request can post its final CQE, every provided
+ * buffer one more, between two reaps. 8 x the SQ plus the buffers covers
+ * the busy case; the kernel's cap is 64 Ki. FEAT_NODROP (required) keeps a
+ * CQE that would not fit; cq_overflow in the stats counts such moments.
+ */
+static unsigned cq_entries(const struct vio_config *cfg)
+{
+	unsigned want = cfg->ring_entries * 8 + cfg->recv_buffers, n = 1;
+
+	while (n < want && n < 65536)
+		n <<= 1;
+	return n;
+}
+
+static int ring_init(const struct vio_config *cfg, unsigned flags, struct io_uring *ring,
+		     struct io_uring_params *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->flags = flags | IORING_SETUP_CQSIZE;
+	p->cq_entries = cq_entries(cfg);
+	return io_uring_queue_init_params(cfg->ring_entries, ring, p);
+}
+
+static void flags_text(unsigned f, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s",
+		 f & IORING_SETUP_SINGLE_ISSUER ? "single_issuer," : "",
+		 f & IORING_SETUP_DEFER_TASKRUN ? "defer_taskrun," :
+		 f & IORING_SETUP_COOP_TASKRUN ? "coop_taskrun," : "",
+		 f & IORING_SETUP_TASKRUN_FLAG ? "taskrun_flag," : "",
+		 f & IORING_SETUP_SUBMIT_ALL ? "submit_all" : "");
+}
+
+/* Register a buffer ring of `entries` at `br`: what liburing >= 2.4 calls
+ * io_uring_setup_buf_ring, by hand. */
+static int buf_ring_register(struct io_uring *ring, struct io_uring_buf_ring *br,
+			     unsigned entries)
+{
+	struct io_uring_buf_reg reg;
+
+	memset(&reg, 0, sizeof(reg));
+	reg.ring_addr = (uint64_t)(uintptr_t)br;
+	reg.ring_entries = entries;
+	reg.bgid = BGID;
+	io_uring_buf_ring_init(br);
+	return io_uring_register_buf_ring(ring, &reg, 0);
+}
+
+int vio__uring_probe(struct vio *io, char *why, size_t whylen)
+{
+	const struct vio_config *cfg = &io->cfg;
+	struct io_uring ring;
+	struct io_uring_params p;
+	struct io_uring_probe *probe;
+	char ftext[96];
+	unsigned i, flags = 0;
+	int r = -EINVAL;
+
+	for (i = 0; i < VB_ARRAY_SIZE(flag_ladder); i++) {
+		flags = flag_ladder[i];
+		r = ring_init(cfg, flags, &ring, &p);
+		if (r != -EINVAL)
+			break;
+	}
+	if (r < 0) {
+		snprintf(why, whylen, "io_uring_setup: %s", strerror(-r));
+		return r;
+	}
+	if (!(p.features & IORING_FEAT_NODROP)) {
+		snprintf(why, whylen, "kernel lacks IORING_FEAT_NODROP");
+		r = -EOPNOTSUPP;
+		goto out;
+	}
+	probe = io_uring_get_probe_ring(&ring);
+	if (!probe) {
+		snprintf(why, whylen, "io_uring opcode probe failed");
+		r = -EOPNOTSUPP;
+		goto out;
+	}
+	for (i = 0; i < VB_ARRAY_SIZE(required_ops); i++) {
+		if (!io_uring_opcode_supported(probe, required_ops[i].op)) {
+			snprintf(why, whylen, "kernel lacks IORING_OP_%s", required_ops[i].name);
+			r = -EOPNOTSUPP;
+			break;
+		}
+	}
+	io_uring_free_probe(probe);
+	if (r < 0)
+		goto out;
+	r = 0;
+	io->uring_flags = flags;
+	io->pbuf_ok = false;
+	if (cfg->recv_buffers && cfg->recv_multishot) {
+		long page = sysconf(_SC_PAGESIZE);
+		void *br = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (br != MAP_FAILED) {
+			io->pbuf_ok = buf_ring_register(&ring, br, 8) == 0;
+			if (io->pbuf_ok)
+				io_uring_unregister_buf_ring(&ring, BGID);
+			munmap(br, (size_t)page);
+		}
+	}
+	flags_text(flags, ftext, sizeof(ftext));
+	if (io->pbuf_ok)
+		snprintf(why, whylen, "%s; sq %u, cq %u; multishot recv, %u x %u B buffers/worker",
+			 ftext, p.sq_entries, p.cq_entries, cfg->recv_buffers,
+			 cfg->recv_buffer_size);
+	else
+		snprintf(why, whylen, "%s; sq %u, cq %u; plain recv%s", ftext, p.sq_entries,
+			 p.cq_entries,
+			 cfg->recv_buffers && cfg->recv_multishot ? " (no buffer rings)" : "");
+out:
+	io_uring_queue_exit(&ring);
+	return r;
+}
+
+/* ------------------------------------------------------------ submission */
+
+static void reap(struct vio_worker *w);
+
+/* An SQE, flushing a full SQ first (never drops a request). */
+static struct io_uring_sqe *get_sqe(struct vio_worker *w)
+{
+	struct vio_uring_w *uw = uw_of(w);
+	struct io_uring_sqe *sqe;
+	unsigned tries = 0;
+
+	while (!(sqe = io_uring_get_sqe(&uw->ring))) {
+		int r;
+
+		VIO_STAT_INC(w, sq_full);
+		r = io_uring_submit(&uw->ring);
+		if (r < 0 && r != -EINTR) {
+			/* -EBUSY / -EAGAIN: the kernel wants CQEs reaped first. */
+			io_uring_get_events(&uw->ring);
+			reap(w);
+		}
+		VB_BUG_ON(++tries > 100000);
+	}
+	return sqe;
+}
+
+static void prep_op(struct vio_worker *w, struct vio_op *op)
+{
+	struct io_uring_sqe *sqe = get_sqe(w);
+	int fd = op->conn->fd;
+
+	switch (op->kind) {
+	case VIO_K_RECV:
+		io_uring_prep_recv(sqe, fd, op->buf, op->len, 0);
+		break;
+	case VIO_K_RECV_MS:
+		io_uring_prep_recv_multishot(sqe, fd, NULL, 0, 0);
+		sqe->flags |= IOSQE_BUFFER_SELECT;
+		sqe->buf_group = BGID;
+		io_uring_sqe_set_data64(sqe, ud(op, TAG_MS));
+		return;
+	case VIO_K_SEND:
+		io_uring_prep_send(sqe, fd, (char *)op->buf + op->done, op->len - op->done,
+				   MSG_NOSIGNAL);
+		break;
+	case VIO_K_SENDV:
+		memset(&op->u.msg, 0, sizeof(op->u.msg));
+		op->u.msg.msg_iov = op->iov;
+		op->u.msg.msg_iovlen = op->iovcnt;
+		io_uring_prep_sendmsg(sqe, fd, &op->u.msg, MSG_NOSIGNAL);
+		break;
+	case VIO_K_CLOSE:
+		io_uring_prep_close(sqe, fd);
+		break;
+	default:
+		VB_BUG_ON(1);
+	}
+	io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
+}
+
+static void ur_submit(struct vio_worker *w, struct vio_op *op)
+{
+	uw_of(w)->inflight++;
+	prep_op(w, op);
+}
+
+static void ur_cancel(struct vio_worker *w, struct vio_op *op)
+{
+	struct vio_uring_w *uw = uw_of(w);
+	struct io_uring_sqe *sqe = get_sqe(w);
+
+	io_uring_prep_cancel64(sqe, ud(op, op->kind == VIO_K_RECV_MS ? TAG_MS : TAG_OP), 0);
+	io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+	uw->inflight++;
+}
+
+static void arm_wake(struct vio_worker *w)
+{
+	struct vio_uring_w *uw = uw_of(w);
+	struct io_uring_sqe *sqe = get_sqe(w);
+
+	io_uring_prep_read(sqe, uw->efd, &uw->efd_val, sizeof(uw->efd_val), 0);
+	io_uring_sqe_set_data64(sqe, ud(NULL, TAG_WAKE));
+	uw->efd_armed = true;
+	uw->inflight++;
+}
+
+/* ------------------------------------------------------------ listeners */
+
+static void ur_lsock_arm(struct vio_worker *w, struct vio_lsock *ls)
+{
+	struct io_uring_sqe *sqe;
+
+	if (ls->armed || ls->stopping || ls->fd_closed)
+		return;
+	sqe = get_sqe(w);
+	if (atomic_load_explicit(&w->io->ms_accept_broken, memory_order_relaxed))
+		io_uring_prep_accept(sqe, ls->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	else
+		io_uring_prep_multishot_accept(sqe, ls->fd, NULL, NULL,
+					       SOCK_NONBLOCK | SOCK_CLOEXEC);
+	io_uring_sqe_set_data64(sqe, ud(ls, TAG_LSOCK));
+	ls->armed = true;
+	uw_of(w)->inflight++;
+	VIO_STAT_INC(w, submitted);
+}
+
+static void lsock_close_fd(struct vio_lsock *ls)
+{
+	if (!ls->fd_closed) {
+		if (ls->own_fd)
+			close(ls->fd);
+		ls->fd_closed = true;
+	}
+}
+
+static void ur_lsock_stop(struct vio_worker *w, struct vio_lsock *ls)
+{
+	if (ls->armed) {
+		struct io_uring_sqe *sqe = get_sqe(w);
+
+		io_uring_prep_cancel64(sqe, ud(ls, TAG_LSOCK), 0);
+		io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+		uw_of(w)->inflight++;
+		return; /* the fd closes at the final CQE */
+	}
+	lsock_close_fd(ls);
+}
+
+static void lsock_cqe(struct vio_worker *w, struct vio_lsock *ls, int res, unsigned flags)
+{
+	bool more = flags & IORING_CQE_F_MORE;
+
+	if (!more) {
+		ls->armed = false;
+		uw_of(w)->inflight--;
+	}
+	if (res >= 0) {
+		VIO_STAT_INC(w, accepts);
+		if (!vio__lsock_push(ls, res) && more) {
+			struct io_uring_sqe *sqe = get_sqe(w);
+
+			/* Throttled: stop until the acceptor drains the queue. */
+			io_uring_prep_cancel64(sqe, ud(ls, TAG_LSOCK), 0);
+			io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+			uw_of(w)->inflight++;
+		}
+		/* A one-shot accept is re-armed by vio__lsock_service. */
+	} else if (!more && !ls->stopping) {
+		if (res == -EINVAL &&
+			 !atomic_load_explicit(&w->io->ms_accept_broken, memory_order_relaxed))
+			/* No multishot accept in this kernel: one-shot from now on. */
+			atomic_store_explicit(&w->io->ms_accept_broken, true, memory_order_relaxed);
+		else if (res != -ECANCELED)
+			vio__lsock_error(ls, -res);
+	}
+	/* A stopped listener's socket closes after its last CQE. */
+	if (!ls->armed && ls->stopping)
+		lsock_close_fd(ls);
+}
+
+/* ------------------------------------------------------------ completion */
+
+static void op_cqe(struct vio_worker *w, struct vio_op *op, int res)
+{
+	uw_of(w)->inflight--;
+	switch (op->kind) {
+	case VIO_K_SEND:
+	case VIO_K_SENDV:
+		if (res > 0) {
+			VIO_STAT_ADD(w, send_bytes, (uint64_t)res);
+			if (vio__op_send_advance(op, (size_t)res)) {
+				/* Relaxed: CANCEL only says "do not go on"; a
+				 * missed bit is followed by the cancel request. */
+				if (uw_of(w)->stopping ||
+				    (atomic_load_explicit(&op->state, memory_order_relaxed) &
+				     VIO_OP_CANCEL)) {
+					vio__op_complete(w, op, -ECANCELED);
+					return;
+				}
+				VIO_STAT_INC(w, send_partial);
+				uw_of(w)->inflight++;
+				prep_op(w, op);
+				return;
+			}
+			res = 0;
+		} else if (res == 0) {
+			res = -EPIPE; /* nothing taken from a non-empty send */
+		}
+		break;
+	case VIO_K_RECV:
+		if (res > 0)
+			VIO_STAT_ADD(w, recv_bytes, (uint64_t)res);
+		break;
+	default:
+		break;
+	}
+	vio__op_complete(w, op, res);
+}
+
+static void ms_cqe(struct vio_worker *w, struct vio_op *op, int res, unsigned flags)
+{
+	if (flags & IORING_CQE_F_BUFFER) {
+		struct vio_buf *b = &w->bufs[flags >> IORING_CQE_BUFFER_SHIFT];
+
+		atomic_store_explicit(&w->st.bufs_out,
+				      atomic_load_explicit(&w->st.bufs_out, memory_order_relaxed) + 1,
+				      memory_order_relaxed); /* single writer */
+		if (res > 0) {
+			b->len = (uint32_t)res;
+			VIO_STAT_ADD(w, recv_bytes, (uint64_t)res);
+			vio__conn_rx_push(w, op->conn, b);
+		} else {
+			vio__uring_buf_recycle(w, b);
+		}
+	}
+	if (flags & IORING_CQE_F_MORE)
+		return;
+	uw_of(w)->inflight--;
+	vio__op_complete(w, op, res > 0 ? VIO_MS_REARM : res);
+}
+
+static void cqe_dispatch(struct vio_worker *w, const struct io_uring_cqe *cqe)
+{
+	void *p = (void *)(uintptr_t)(cqe->user_data & ~(uint64_t)TAG_MASK);
+	struct vio_uring_w *uw = uw_of(w);
+
+	if ((cqe->user_data & TAG_MASK) < TAG_WAKE)
+		uw->io_cqes++;
+	switch (cqe->user_data & TAG_MASK) {
+	case TAG_OP:
+		op_cqe(w, p, cqe->res);
+		break;
+	case TAG_MS:
+		ms_cqe(w, p, cqe->res, cqe->flags);
+		break;
+	case TAG_LSOCK:
+		lsock_cqe(w, p, cqe->res, cqe->flags);
+		break;
+	case TAG_WAKE:
+		uw->efd_armed = false;
+		uw->inflight--;
+		break;
+	case TAG_IGNORE:
+		uw->inflight--;
+		break;
+	default:
+		VB_BUG_ON(1);
+	}
+}
+
+/* Copy CQEs out in batches and advance the CQ before handling them, so a
+ * handler may submit (and even reap, on a full SQ) without confusion. */
+static void reap(struct vio_worker *w)
+{
+	struct vio_uring_w *uw = uw_of(w);
+	struct io_uring_cqe batch[REAP_BATCH];
+
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		unsigned head, n = 0;
+
+		io_uring_for_each_cqe(&uw->ring, head, cqe) {
+			batch[n++] = *cqe;
+			if (n == REAP_BATCH)
+				break;
+		}
+		if (n == 0)
+			break;
+		io_uring_cq_advance(&uw->ring, n);
+		for (unsigned i = 0; i < n; i++)
+			cqe_dispatch(w, &batch[i]);
+	}
+}
+
+void vio__uring_buf_recycle(struct vio_worker *w, struct vio_buf *b)
+{
+	struct vio_uring_w *uw = uw_of(w);
+
+	io_uring_buf_ring_add(uw->br, vio__buf_data(b), w->buf_size, b->bid, (int)uw->br_mask, 0);
+	io_uring_buf_ring_advance(uw->br, 1);
+	atomic_store_explicit(&w->st.bufs_out,
+			      atomic_load_explicit(&w->st.bufs_out, memory_order_relaxed) - 1,
+			      memory_order_relaxed); /* single writer */
+}
+
+/* ------------------------------------------------------------ the loop */
+
+static bool kernel_has_work(struct vio_uring_w *uw)
+{
+	unsigned f = IO_URING_READ_ONCE(*uw->ring.sq.kflags);
+
+	return io_uring_sq_ready(&uw->ring) || (f & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW));
+}
+
+static void ur_poll(struct vio_worker *w)
+{
+	struct vio_uring_w *uw = uw_of(w);
+
+	if (IO_URING_READ_ONCE(*uw->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW)
+		VIO_STAT_INC(w, cq_overflow);
+	if (kernel_has_work(uw))
+		io_uring_submit_and_get_events(&uw->ring);
+	if (io_uring_cq_ready(&uw->ring))
+		reap(w);
+}
+
+static void ur_wait(struct vio_worker *w, int64_t timeout_ns)
+{
+	struct vio_uring_w *uw = uw_of(w);
+	struct io_uring_cqe *cqe = NULL;
+	uint64_t before = uw->io_cqes;
+
+	if (!uw->efd_armed)
+		arm_wake(w);
+	if (timeout_ns == 0 || io_uring_cq_ready(&uw->ring) ||
+	    (IO_URING_READ_ONCE(*uw->ring.sq.kflags) &
+	     (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))) {
+		io_uring_submit_and_get_events(&uw->ring);
+	} else {
+		struct __kernel_timespec ts = {
+			.tv_sec = timeout_ns / 1000000000,
+			.tv_nsec = timeout_ns % 1000000000,
+		};
+		io_uring_submit_and_wait_timeout(&uw->ring, &cqe, 1, timeout_ns < 0 ? NULL : &ts,
+						 NULL);
+	}
+	reap(w);
+	if (uw->io_cqes != before)
+		VIO_STAT_INC(w, park_wakeups_io);
+}
+
+static void ur_kick(struct vio_worker *w)
+{
+	uint64_t one = 1;
+	ssize_t r = write(uw_of(w)->efd, &one, sizeof(one));
+
+	(void)r; /* EAGAIN: the counter is saturated, a wakeup is pending */
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+static int bufs_init(struct vio_worker *w)
+{
+	struct vio_uring_w *uw = uw_of(w);
+	const struct vio_config *cfg = &w->io->cfg;
+	unsigned n = cfg->recv_buffers;
+	long page = sysconf(_SC_PAGESIZE);
+	void *mem;
+
+	uw->buf_bytes = (size_t)n * cfg->recv_buffer_size;
+	mem = mmap(NULL, uw->buf_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		return -errno;
+	w->buf_base = mem;
+	uw->br_bytes = ((size_t)n * sizeof(struct io_uring_buf) + (size_t)page - 1) &
+		       ~((size_t)page - 1);
+	mem = mmap(NULL, uw->br_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED)
+		goto err_base;
+	uw->br = mem;
+	w->bufs = calloc(n, sizeof(*w->bufs));
+	if (!w->bufs)
+		goto err_br;
+	uw->br_mask = (unsigned)io_uring_buf_ring_mask(n);
+	if (buf_ring_register(&uw->ring, uw->br, n) < 0)
+		goto err_meta;
+	for (unsigned i = 0; i < n; i++) {
+		w->bufs[i].w = w;
+		w->bufs[i].bid = (uint16_t)i;
+		io_uring_buf_ring_add(uw->br, w->buf_base + (size_t)i * cfg->recv_buffer_size,
+				      cfg->recv_buffer_size, (unsigned short)i, (int)uw->br_mask,
+				      (int)i);
+	}
+	io_uring_buf_ring_advance(uw->br, (int)n);
+	w->buf_size = cfg->recv_buffer_size;
+	w->buf_count = n;
+	return 0;
+
+err_meta:
+	free(w->bufs);
+	w->bufs = NULL;
+err_br:
+	munmap(uw->br, uw->br_bytes);
+	uw->br = NULL;
+err_base:
+	munmap(w->buf_base, uw->buf_bytes);
+	w->buf_base = NULL;
+	return -ENOMEM;
+}
+
+static int ur_worker_init(struct vio_worker *w)
+{
+	struct vio_uring_w *uw = calloc(1, sizeof(*uw));
+	struct io_uring_params p;
+	int r;
+
+	if (!uw)
+		return -ENOMEM;
+	w->be = uw;
+	r = ring_init(&w->io->cfg, w->io->uring_flags, &uw->ring, &p);
+	if (r < 0)
+		goto err_free;
+	uw->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (uw->efd < 0) {
+		r = -errno;
+		goto err_ring;
+	}
+	/* Without buffers (registration refused), receives are plain. */
+	if (w->io->pbuf_ok && bufs_init(w) < 0)
+		vb_warn("io: worker %u: no provided-buffer ring; plain recv", w->id);
+	return 0;
+
+err_ring:
+	io_uring_queue_exit(&uw->ring);
+err_free:
+	free(uw);
+	w->be = NULL;
+	return r;
+}
+
+static void ur_worker_fini(struct vio_worker *w)
+{
+	struct vio_uring_w *uw = uw_of(w);
+
+	if (!uw)
+		return;
+	io_uring_queue_exit(&uw->ring); /* the kernel cancels what is left */
+	close(uw->efd);
+	if (w->buf_base) {
+		munmap(uw->br, uw->br_bytes);
+		munmap(w->buf_base, uw->buf_bytes);
+		free(w->bufs);
+	}
+	free(uw);
+	w->be = NULL;
+}
+
+static int ur_worker_start(struct vio_worker *w)
+{
+	struct vio_uring_w *uw = uw_of(w);
+
+	if (w->io->uring_flags & IORING_SETUP_R_DISABLED) {
+		/* liburing 2.3 declares io_uring_enable_rings but does not
+		 * export it: register by hand. This thread becomes the issuer. */
+		if (syscall(__NR_io_uring_register, uw->ring.ring_fd,
+			    IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
+			return -errno;
+	}
+	uw->stopping = false;
+	return 0;
+}
+
+/* Cancel everything still in flight and reap it, so every task reference
+ * the ring holds is dropped. Bounded: a request the kernel does not cancel
+ * within a second is left to the ring's teardown. */
+static void ur_worker_stop(struct vio_worker *w)
+{
+	struct vio_uring_w *uw = uw_of(w);
+	int64_t end = vb_now_ns() + 1000 * VB_NS_PER_MS;
+
+	uw->stopping = true;
+	if (uw->inflight) {
+		struct io_uring_sqe *sqe = get_sqe(w);
+
+		io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
+		io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+		uw->inflight++;
+	}
+	while (uw->inflight && vb_now_ns() < end) {
+		struct io_uring_cqe *cqe;
+		struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = 10 * VB_NS_PER_MS };
+
+		io_uring_submit_and_wait_timeout(&uw->ring, &cqe, 1, &ts, NULL);
+		reap(w);
+	}
+	if (uw->inflight)
+		vb_warn("io: worker %u stopped with %u requests in flight", w->id, uw->inflight);
+}
+
+const struct vio_backend_ops vio__uring_ops = {
+	.name = "uring",
+	.worker_init = ur_worker_init,
+	.worker_fini = ur_worker_fini,
+	.worker_start = ur_worker_start,
+	.worker_stop = ur_worker_stop,
+	.wait = ur_wait,
+	.poll = ur_poll,
+	.kick = ur_kick,
+	.try_now = NULL,
+	.submit = ur_submit,
+	.cancel = ur_cancel,
+	.lsock_arm = ur_lsock_arm,
+	.lsock_stop = ur_lsock_stop,
+};
