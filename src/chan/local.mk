@@ -1,2 +1,12 @@
 # SPDX-License-Identifier: MIT
 # src/chan: sources, tests and benchmarks of this layer (included by Makefile.am).
+libvolt_a_SOURCES += \
+	src/chan/chan.c src/chan/chan.h src/chan/internal.h \
+	src/chan/waitq.c \
+	src/chan/async.c
+
+check_PROGRAMS += tests/unit/test_chan
+TESTS += tests/unit/test_chan
+tests_unit_test_chan_SOURCES = tests/unit/test_chan.c
+tests_unit_test_chan_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_chan_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS)

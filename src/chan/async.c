@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * chan/async.c: send / receive for tasks. A task that finds the channel full
+ * (send) or empty (recv) registers its waiter, which lives in the task's own
+ * memory, and returns PENDING; the next operation of the other side (or
+ * close) claims the waiter and wakes the task, which then calls again.
+ *
+ * Threading: each waiter is driven by its owning task's poll (never two at
+ * once, per the runtime's contract); wakers of the other side touch it only
+ * between claiming it and marking it NOTIFIED (waitq.c).
+ *
+ * Ordering (labels of waitq.c and chan.c):
+ *   w->state: the owner moves IDLE -> WAITING before [W1] publishes w, and
+ *   NOTIFIED -> IDLE after reading NOTIFIED with acquire [W6] (pairs with the
+ *   waker's release [W4]); the waker writes NOTIFIED.
+ *   [W3] seq_cst fence between registering and re-checking the ring.
+ *   The task reference a registered waiter holds is released by whoever takes
+ *   the waiter off its queue: the waker (after the wake) or the owner.
+ */
+#include "chan/internal.h"
+#include "rt/rt.h"
+
+static void side_count(struct vch *ch, unsigned dir, bool waits)
+{
+	struct vch_side_stats *st = dir == VCH_DIR_SEND ? &ch->send_stats : &ch->recv_stats;
+
+	/* Relaxed: statistics. */
+	atomic_fetch_add_explicit(waits ? &st->waits : &st->blocked_events, 1,
+				  memory_order_relaxed);
+}
+
+static inline enum vch_status attempt(struct vch *ch, unsigned dir, uint64_t *v)
+{
+	return dir == VCH_DIR_SEND ? vch__send_attempt(ch, *v) : vch__recv_attempt(ch, v);
+}
+
+/* Take w off its queue after the operation finished while w was still
+ * registered. If a waker had claimed w in the meantime, the wakeup it
+ * carried is handed to the next waiter, so it is not lost. */
+static void withdraw(struct vch_waiter *w)
+{
+	struct vch_waitq *q = vch__queue_of(w->ch, w->dir);
+
+	if (vch__waitq_remove(q, w)) {
+		vrt_task_unref(w->task);   /* the queue's reference */
+	} else {
+		vch__waitq_notify_one(q);  /* the waker dropped the reference */
+	}
+	w->task = NULL;
+	/* Relaxed: the owner's own field from now on (no waker holds w). */
+	atomic_store_explicit(&w->state, VCH_W_IDLE, memory_order_relaxed);
+}
+
+static enum vch_status op_poll(struct vch *ch, unsigned dir, struct vch_waiter *w, uint64_t *v)
+{
+	const enum vch_status busy = dir == VCH_DIR_SEND ? VCH_FULL : VCH_EMPTY;
+	enum vch_status r;
+	uint32_t s;
+	struct vrt_task *t;
+
+	if (!vrt_budget_consume())
+		return VCH_YIELD;
+
+	/* [W6] acquire: pairs with [W4] when a waker notified us. */
+	s = atomic_load_explicit(&w->state, memory_order_acquire);
+	if (s == VCH_W_NOTIFIED) {
+		/* Woken: this attempt uses the wakeup. Relaxed: owner-only now. */
+		atomic_store_explicit(&w->state, VCH_W_IDLE, memory_order_relaxed);
+		w->task = NULL;
+		s = VCH_W_IDLE;
+	}
+
+	r = attempt(ch, dir, v);
+	if (s == VCH_W_WAITING) {
+		/* Polled while still registered (woken by something else). */
+		VB_BUG_ON(w->ch != ch || w->dir != dir);
+		if (r == busy)
+			return VCH_PENDING;
+		withdraw(w);
+		return r;
+	}
+	if (r != busy)
+		return r;
+
+	side_count(ch, dir, false);
+	t = vrt_current();
+	if (!t)
+		return busy;   /* not in a task: behave like try_ */
+
+	vrt_task_ref(t);   /* owned by the queue while w is registered */
+	w->task = t;
+	w->ch = ch;
+	w->dir = (uint8_t)dir;
+	/* Relaxed: published by the seq_cst register [W1]. */
+	atomic_store_explicit(&w->state, VCH_W_WAITING, memory_order_relaxed);
+	vch__waitq_register(vch__queue_of(ch, dir), w);
+	side_count(ch, dir, true);
+	/* [W3] seq_cst fence: the re-check sees every ring RMW whose waker may
+	 * have missed the registration; see waitq.c. */
+	atomic_thread_fence(memory_order_seq_cst);
+	r = attempt(ch, dir, v);
+	if (r == busy)
+		return VCH_PENDING;
+	withdraw(w);
+	return r;
+}
+
+enum vch_status vch_send_poll(struct vch *ch, struct vch_waiter *w, uint64_t value)
+{
+	return op_poll(ch, VCH_DIR_SEND, w, &value);
+}
+
+enum vch_status vch_recv_poll(struct vch *ch, struct vch_waiter *w, uint64_t *value)
+{
+	return op_poll(ch, VCH_DIR_RECV, w, value);
+}
+
+void vch_waiter_cancel(struct vch_waiter *w)
+{
+	/* [W6] acquire: pairs with [W4]. */
+	uint32_t s = atomic_load_explicit(&w->state, memory_order_acquire);
+
+	if (s == VCH_W_IDLE)
+		return;
+	if (s == VCH_W_WAITING) {
+		withdraw(w);
+		return;
+	}
+	/* NOTIFIED: a wakeup arrived that this waiter will not use. */
+	w->task = NULL;
+	/* Relaxed: owner-only once NOTIFIED. */
+	atomic_store_explicit(&w->state, VCH_W_IDLE, memory_order_relaxed);
+	vch__waitq_notify_one(vch__queue_of(w->ch, w->dir));
+}

@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * chan/chan.c: the ring (Dmitry Vyukov's bounded MPMC queue), try_send /
+ * try_recv, close, statistics, and the blocking operations for threads.
+ *
+ * Threading: any number of senders and receivers on any threads. A send
+ * claims a position with a CAS on tail, then fills the slot and publishes it
+ * through the slot's stamp; a receive claims with a CAS on head, empties the
+ * slot and frees it for the next lap through the stamp. Senders touch the
+ * tail line, receivers the head line; they meet only in the slots.
+ *
+ * Ordering:
+ *   ch->tail: senders (CAS, position | closed bit) and close (fetch_or).
+ *   ch->head: receivers (CAS).
+ *   slot->stamp: the sender or receiver that claimed the slot's position.
+ *   slot->value: plain; owned by the claimer between the stamp edges below.
+ *   [R1] send: acquire load of the stamp; pairs with [R6]: the previous
+ *        receiver's read of the value happens before our write.
+ *   [R2] send: seq_cst CAS tail -> tail + 2 claims the position. seq_cst
+ *        because it is the ring side of the Dekker pair with waiting
+ *        receivers ([W2]/[W3] in waitq.c); also fails if close set bit 0.
+ *   [R3] send: release store stamp = pos + 1 publishes the value; pairs
+ *        with [R4].
+ *   [R4] recv: acquire load of the stamp; pairs with [R3].
+ *   [R5] recv: seq_cst CAS head -> head + 2 claims the position; the ring
+ *        side of the Dekker pair with waiting senders ([W2]/[W3]).
+ *   [R6] recv: release store stamp = pos + 2*size frees the slot; pairs
+ *        with [R1].
+ *   [R7] close: seq_cst fetch_or of the closed bit; Dekker partner of the
+ *        waiters' [W3] like [R2] (the waiters' queues are then emptied by
+ *        seq_cst exchanges in notify_all).
+ *   Loads of head/tail to tell "full"/"empty" from "claimed, not finished"
+ *   are relaxed: a stale value only sends us round the retry loop once more,
+ *   and a waiter's re-check comes after its seq_cst fence [W3], which makes
+ *   any relaxed load that follows see every seq_cst RMW ordered before it.
+ */
+#include "chan/internal.h"
+#include "base/time.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *vch_status_name(enum vch_status s)
+{
+	switch (s) {
+	case VCH_OK: return "ok";
+	case VCH_FULL: return "full";
+	case VCH_EMPTY: return "empty";
+	case VCH_CLOSED: return "closed";
+	case VCH_PENDING: return "pending";
+	case VCH_YIELD: return "yield";
+	case VCH_TIMEDOUT: return "timedout";
+	}
+	return "?";
+}
+
+int vch__new_at(size_t capacity, uint64_t start, struct vch **out)
+{
+	struct vch *ch = NULL;
+	void *buf = NULL;
+	uint64_t size = 2;
+
+	*out = NULL;
+	if (capacity == 0 || capacity > VCH_CAPACITY_MAX)
+		return -EINVAL;
+	while (size < capacity)
+		size <<= 1;
+	start &= ~(uint64_t)VCH_CLOSED_BIT;
+
+	if (posix_memalign((void **)&ch, VB_CACHELINE, sizeof(*ch)))
+		goto err;
+	if (posix_memalign(&buf, VB_CACHELINE, size * sizeof(struct vch_slot)))
+		goto err_free_ch;
+	memset(ch, 0, sizeof(*ch));
+	ch->buf = buf;
+	ch->mask = size - 1;
+	ch->size2 = size * VCH_POS_STEP;
+	ch->cap2 = (uint64_t)capacity * VCH_POS_STEP;
+	ch->start = start;
+	ch->check_len = (size != capacity);
+	/* Slot i serves positions i, i + size, ...: the first of them is the
+	 * position p >= start with p = i (mod size). */
+	for (uint64_t k = 0; k < size; k++) {
+		uint64_t pos = start + k * VCH_POS_STEP;
+		struct vch_slot *s = &ch->buf[(pos / VCH_POS_STEP) & ch->mask];
+		atomic_init(&s->stamp, pos);
+		s->value = 0;
+	}
+	atomic_init(&ch->tail, start);
+	atomic_init(&ch->head, start);
+	atomic_init(&ch->send_stats.blocked_events, 0);
+	atomic_init(&ch->send_stats.waits, 0);
+	atomic_init(&ch->recv_stats.blocked_events, 0);
+	atomic_init(&ch->recv_stats.waits, 0);
+	vch__waitq_init(&ch->sendq);
+	vch__waitq_init(&ch->recvq);
+	*out = ch;
+	return 0;
+
+err_free_ch:
+	free(ch);
+err:
+	return -ENOMEM;
+}
+
+int vch_new(size_t capacity, struct vch **out)
+{
+	return vch__new_at(capacity, 0, out);
+}
+
+void vch_free(struct vch *ch)
+{
+	if (!ch)
+		return;
+	vch__waitq_fini(&ch->sendq);
+	vch__waitq_fini(&ch->recvq);
+	free(ch->buf);
+	free(ch);
+}
+
+/*
+ * A claim CAS lost to another sender (receiver): that party made progress,
+ * so step aside for a while. Two parties on different CPUs that retry at
+ * once move the tail (head) line between their caches on every operation;
+ * backing off lets the winner run a batch with the line in its own cache.
+ * Measured on the 2-CPU project VM (chan_bench mpmc): immediate retry or a
+ * 1-pause start left runs where every message cost a line transfer.
+ */
+#define VCH_CAS_BACKOFF_PAUSES 64
+
+static inline void cas_backoff(void)
+{
+	for (unsigned i = 0; i < VCH_CAS_BACKOFF_PAUSES; i++)
+		vb_cpu_relax();
+}
+
+static inline __attribute__((always_inline))
+enum vch_status send_attempt(struct vch *ch, uint64_t value)
+{
+	/* Relaxed: only a guess; the CAS [R2] validates it. */
+	uint64_t tail = atomic_load_explicit(&ch->tail, memory_order_relaxed);
+	unsigned step = 0;
+
+	for (;;) {
+		if (vb_unlikely(tail & VCH_CLOSED_BIT))
+			return VCH_CLOSED;
+		struct vch_slot *s = &ch->buf[(tail / VCH_POS_STEP) & ch->mask];
+		/* [R1] acquire: pairs with [R6]. */
+		uint64_t stamp = atomic_load_explicit(&s->stamp, memory_order_acquire);
+		int64_t dif = (int64_t)(stamp - tail);
+
+		if (vb_likely(dif == 0)) {
+			if (ch->check_len) {
+				/* Capacity below the buffer size: the stamp says the slot
+				 * is free, the length must say there is room. Relaxed:
+				 * see the Ordering block. */
+				uint64_t head = atomic_load_explicit(&ch->head, memory_order_relaxed);
+				if ((int64_t)(tail - head) >= (int64_t)ch->cap2)
+					return VCH_FULL;
+			}
+			/* [R2] seq_cst: claims the position; Dekker with [W3]. */
+			if (vb_likely(atomic_compare_exchange_weak_explicit(&ch->tail, &tail,
+					tail + VCH_POS_STEP, memory_order_seq_cst,
+					memory_order_relaxed))) {
+				s->value = value;
+				/* [R3] release: publishes the value; pairs with [R4]. */
+				atomic_store_explicit(&s->stamp, tail + 1, memory_order_release);
+				return VCH_OK;
+			}
+			cas_backoff();
+			continue;   /* the failed CAS reloaded tail */
+		}
+		if (dif < 0) {
+			/* The slot still holds the value of the previous lap: full,
+			 * unless its receiver has claimed it and is still reading.
+			 * Relaxed: see the Ordering block. */
+			uint64_t head = atomic_load_explicit(&ch->head, memory_order_relaxed);
+			if ((int64_t)(tail - head) >= (int64_t)ch->cap2)
+				return VCH_FULL;
+			vch__backoff(&step);
+		}
+		/* Relaxed: another guess for the next CAS. */
+		tail = atomic_load_explicit(&ch->tail, memory_order_relaxed);
+	}
+}
+
+static inline __attribute__((always_inline))
+enum vch_status recv_attempt(struct vch *ch, uint64_t *value)
+{
+	/* Relaxed: only a guess; the CAS [R5] validates it. */
+	uint64_t head = atomic_load_explicit(&ch->head, memory_order_relaxed);
+	unsigned step = 0;
+
+	for (;;) {
+		struct vch_slot *s = &ch->buf[(head / VCH_POS_STEP) & ch->mask];
+		/* [R4] acquire: pairs with [R3]. */
+		uint64_t stamp = atomic_load_explicit(&s->stamp, memory_order_acquire);
+		int64_t dif = (int64_t)(stamp - (head + 1));
+
+		if (vb_likely(dif == 0)) {
+			/* [R5] seq_cst: claims the position; Dekker with [W3]. */
+			if (vb_likely(atomic_compare_exchange_weak_explicit(&ch->head, &head,
+					head + VCH_POS_STEP, memory_order_seq_cst,
+					memory_order_relaxed))) {
+				*value = s->value;
+				/* [R6] release: frees the slot; pairs with [R1]. */
+				atomic_store_explicit(&s->stamp, head + ch->size2, memory_order_release);
+				return VCH_OK;
+			}
+			cas_backoff();
+			continue;   /* the failed CAS reloaded head */
+		}
+		if (dif < 0) {
+			/* No value at head yet: empty, unless a sender claimed the
+			 * position and is still writing. Relaxed: see Ordering. */
+			uint64_t tail = atomic_load_explicit(&ch->tail, memory_order_relaxed);
+			if ((int64_t)((tail & ~(uint64_t)VCH_CLOSED_BIT) - head) <= 0)
+				return (tail & VCH_CLOSED_BIT) ? VCH_CLOSED : VCH_EMPTY;
+			vch__backoff(&step);
+		}
+		/* Relaxed: another guess for the next CAS. */
+		head = atomic_load_explicit(&ch->head, memory_order_relaxed);
+	}
+}
+
+enum vch_status vch__send_attempt(struct vch *ch, uint64_t value)
+{
+	enum vch_status r = send_attempt(ch, value);
+
+	if (r == VCH_OK)
+		vch__waitq_notify(&ch->recvq);
+	return r;
+}
+
+enum vch_status vch__recv_attempt(struct vch *ch, uint64_t *value)
+{
+	enum vch_status r = recv_attempt(ch, value);
+
+	if (r == VCH_OK)
+		vch__waitq_notify(&ch->sendq);
+	return r;
+}
+
+enum vch_status vch_try_send(struct vch *ch, uint64_t value)
+{
+	enum vch_status r = send_attempt(ch, value);
+
+	if (vb_likely(r == VCH_OK)) {
+		vch__waitq_notify(&ch->recvq);
+	} else if (r == VCH_FULL) {
+		/* Relaxed: a statistic. */
+		atomic_fetch_add_explicit(&ch->send_stats.blocked_events, 1, memory_order_relaxed);
+	}
+	return r;
+}
+
+enum vch_status vch_try_recv(struct vch *ch, uint64_t *value)
+{
+	enum vch_status r = recv_attempt(ch, value);
+
+	if (vb_likely(r == VCH_OK)) {
+		vch__waitq_notify(&ch->sendq);
+	} else if (r == VCH_EMPTY) {
+		/* Relaxed: a statistic. */
+		atomic_fetch_add_explicit(&ch->recv_stats.blocked_events, 1, memory_order_relaxed);
+	}
+	return r;
+}
+
+void vch_close(struct vch *ch)
+{
+	/* [R7] seq_cst: Dekker partner of [W3], like [R2]. */
+	atomic_fetch_or_explicit(&ch->tail, VCH_CLOSED_BIT, memory_order_seq_cst);
+	vch__waitq_notify_all(&ch->sendq);
+	vch__waitq_notify_all(&ch->recvq);
+}
+
+bool vch_is_closed(const struct vch *ch)
+{
+	/* Relaxed: a snapshot; the bit never clears. */
+	return atomic_load_explicit(&((struct vch *)ch)->tail, memory_order_relaxed) & VCH_CLOSED_BIT;
+}
+
+size_t vch_capacity(const struct vch *ch)
+{
+	return ch->cap2 / VCH_POS_STEP;
+}
+
+size_t vch_len(const struct vch *ch)
+{
+	struct vch *c = (struct vch *)ch;
+	/* Relaxed: a snapshot. Head first, so tail is at least as new and the
+	 * difference is not negative unless the loads interleave with a burst;
+	 * clamp to [0, capacity] either way. */
+	uint64_t head = atomic_load_explicit(&c->head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&c->tail, memory_order_relaxed) & ~(uint64_t)VCH_CLOSED_BIT;
+	int64_t d = (int64_t)(tail - head);
+
+	if (d < 0)
+		return 0;
+	if ((uint64_t)d > ch->cap2)
+		d = (int64_t)ch->cap2;
+	return (size_t)d / VCH_POS_STEP;
+}
+
+void vch_stats_get(const struct vch *ch, struct vch_stats *out)
+{
+	struct vch *c = (struct vch *)ch;
+	/* Relaxed throughout: each counter is a snapshot on its own. */
+	uint64_t head = atomic_load_explicit(&c->head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&c->tail, memory_order_relaxed);
+
+	memset(out, 0, sizeof(*out));
+	out->capacity = vch_capacity(ch);
+	out->len = vch_len(ch);
+	out->closed = tail & VCH_CLOSED_BIT;
+	out->sends = ((tail & ~(uint64_t)VCH_CLOSED_BIT) - ch->start) / VCH_POS_STEP;
+	out->recvs = (head - ch->start) / VCH_POS_STEP;
+	out->full_events = atomic_load_explicit(&c->send_stats.blocked_events, memory_order_relaxed);
+	out->empty_events = atomic_load_explicit(&c->recv_stats.blocked_events, memory_order_relaxed);
+	out->send_waits = atomic_load_explicit(&c->send_stats.waits, memory_order_relaxed);
+	out->recv_waits = atomic_load_explicit(&c->recv_stats.waits, memory_order_relaxed);
+}
+
+void vch_waiter_init(struct vch_waiter *w)
+{
+	w->next = w->prev = NULL;
+	w->task = NULL;
+	w->ch = NULL;
+	atomic_init(&w->state, VCH_W_IDLE);
+	w->dir = 0;
+	w->linked = 0;
+}
+
+/* ------------------------------------------------------------------ blocking */
+
+/*
+ * Waiting strategy of a blocked thread: retry with exponential pause back-off
+ * (vch__backoff's spin steps), then with sched_yield (on a machine with fewer
+ * CPUs than runnable threads the party we wait for may need our CPU), and only
+ * then register a waiter and sleep on its futex. A sleeper costs its waker a
+ * futex_wake syscall, so sleeping is the last resort.
+ *
+ * Batching: during the pause steps (about 2 us on the project machine) a
+ * blocked sender retries only once `batch` slots are free, and a blocked
+ * receiver only once `batch` values are queued (batch = capacity / 16, at
+ * most 64; off below 32). Otherwise the two sides chase each other through
+ * the same cache lines, one line transfer per message. The price is latency:
+ * a receiver that found the channel empty may take a lone value up to the
+ * end of the pause steps later. After them, any room / value will do.
+ */
+#define VCH_BLOCK_SPIN_STEPS 7    /* back-off steps that pause (1..64 pauses) */
+#define VCH_BLOCK_YIELDS     16   /* then this many sched_yield retries */
+#define VCH_BLOCK_BATCH_MAX  64
+
+static inline bool batch_ready(struct vch *ch, unsigned dir)
+{
+	size_t cap = vch_capacity(ch);
+	size_t batch = cap / 16 < VCH_BLOCK_BATCH_MAX ? cap / 16 : VCH_BLOCK_BATCH_MAX;
+	size_t len;
+
+	if (batch <= 1)
+		return true;
+	len = vch_len(ch);
+	return dir == VCH_DIR_SEND ? cap - len >= batch : len >= batch;
+}
+
+static inline enum vch_status attempt(struct vch *ch, unsigned dir, uint64_t *v)
+{
+	return dir == VCH_DIR_SEND ? vch__send_attempt(ch, *v) : vch__recv_attempt(ch, v);
+}
+
+static enum vch_status block_wait(struct vch *ch, unsigned dir, uint64_t *v,
+				  int64_t deadline_ns)
+{
+	const enum vch_status busy = dir == VCH_DIR_SEND ? VCH_FULL : VCH_EMPTY;
+	struct vch_waitq *q = vch__queue_of(ch, dir);
+	struct vch_side_stats *st = dir == VCH_DIR_SEND ? &ch->send_stats : &ch->recv_stats;
+	struct vch_waiter w;
+	enum vch_status r;
+
+	vch_waiter_init(&w);
+	w.ch = ch;
+	w.dir = (uint8_t)dir;
+	for (;;) {
+		unsigned step = 0;
+
+		for (unsigned i = 0; i < VCH_BLOCK_SPIN_STEPS + VCH_BLOCK_YIELDS; i++) {
+			vch__backoff(&step);
+			if (i < VCH_BLOCK_SPIN_STEPS && !batch_ready(ch, dir) &&
+			    !vch_is_closed(ch))
+				continue;
+			r = attempt(ch, dir, v);
+			if (r != busy)
+				return r;
+			if (deadline_ns >= 0 && vb_now_ns() >= deadline_ns)
+				return VCH_TIMEDOUT;
+		}
+
+		/* Relaxed: w is published by the seq_cst register [W1]. */
+		atomic_store_explicit(&w.state, VCH_W_WAITING, memory_order_relaxed);
+		vch__waitq_register(q, &w);
+		/* Relaxed: a statistic. */
+		atomic_fetch_add_explicit(&st->waits, 1, memory_order_relaxed);
+		/* [W3] seq_cst fence: the re-check below sees every ring RMW whose
+		 * waker may have missed our registration; see waitq.c. */
+		atomic_thread_fence(memory_order_seq_cst);
+		r = attempt(ch, dir, v);
+		if (r != busy) {
+			/* Done without sleeping. If a waker claimed us meanwhile, its
+			 * wakeup was meant for some waiter: pass it on. */
+			if (!vch__waitq_remove(q, &w))
+				vch__waitq_notify_one(q);
+			return r;
+		}
+		if (vch__waiter_sleep(&w, deadline_ns) < 0) {
+			if (vch__waitq_remove(q, &w))
+				return VCH_TIMEDOUT;
+			/* Woken as the deadline passed: use the wakeup. */
+			r = attempt(ch, dir, v);
+			return r == busy ? VCH_TIMEDOUT : r;
+		}
+		/* Notified: the waker is done with w; retry (back-off first). */
+		r = attempt(ch, dir, v);
+		if (r != busy)
+			return r;
+	}
+}
+
+enum vch_status vch_send_timed(struct vch *ch, uint64_t value, int64_t timeout_ns)
+{
+	enum vch_status r = vch__send_attempt(ch, value);
+
+	if (vb_likely(r != VCH_FULL))
+		return r;
+	/* Relaxed: a statistic. */
+	atomic_fetch_add_explicit(&ch->send_stats.blocked_events, 1, memory_order_relaxed);
+	if (timeout_ns == 0)
+		return VCH_TIMEDOUT;
+	return block_wait(ch, VCH_DIR_SEND, &value,
+			  timeout_ns < 0 ? -1 : vb_now_ns() + timeout_ns);
+}
+
+enum vch_status vch_recv_timed(struct vch *ch, uint64_t *value, int64_t timeout_ns)
+{
+	enum vch_status r = vch__recv_attempt(ch, value);
+
+	if (vb_likely(r != VCH_EMPTY))
+		return r;
+	/* Relaxed: a statistic. */
+	atomic_fetch_add_explicit(&ch->recv_stats.blocked_events, 1, memory_order_relaxed);
+	if (timeout_ns == 0)
+		return VCH_TIMEDOUT;
+	return block_wait(ch, VCH_DIR_RECV, value,
+			  timeout_ns < 0 ? -1 : vb_now_ns() + timeout_ns);
+}
+
+enum vch_status vch_send(struct vch *ch, uint64_t value)
+{
+	enum vch_status r = send_attempt(ch, value);
+
+	if (vb_likely(r == VCH_OK)) {
+		vch__waitq_notify(&ch->recvq);
+		return r;
+	}
+	if (r == VCH_CLOSED)
+		return r;
+	/* Relaxed: a statistic. */
+	atomic_fetch_add_explicit(&ch->send_stats.blocked_events, 1, memory_order_relaxed);
+	return block_wait(ch, VCH_DIR_SEND, &value, -1);
+}
+
+enum vch_status vch_recv(struct vch *ch, uint64_t *value)
+{
+	enum vch_status r = recv_attempt(ch, value);
+
+	if (vb_likely(r == VCH_OK)) {
+		vch__waitq_notify(&ch->sendq);
+		return r;
+	}
+	if (r == VCH_CLOSED)
+		return r;
+	/* Relaxed: a statistic. */
+	atomic_fetch_add_explicit(&ch->recv_stats.blocked_events, 1, memory_order_relaxed);
+	return block_wait(ch, VCH_DIR_RECV, value, -1);
+}

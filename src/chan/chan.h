@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * chan/chan.h: bounded multi-producer multi-consumer channel of 64-bit values
+ * (Vyukov's ring), with non-blocking, blocking (threads) and async (tasks)
+ * operations, close, and statistics.
+ *
+ * Threading contract: every operation may run on any thread concurrently
+ * with every other operation on the same channel, except vch_free (no other
+ * call may be in flight or follow). Values are plain uint64_t; pointers travel
+ * as (uintptr_t) casts (vch_ptr / vch_val below), so no message allocates.
+ *
+ * Progress: try_send / try_recv are lock-free in the usual Vyukov sense: they
+ * never wait for a lock, but an operation whose slot is still being filled or
+ * emptied by a thread that already claimed it waits (spins, then yields) for
+ * that claim to finish. They do not fail spuriously: FULL / EMPTY mean the
+ * channel was full / empty (no claim in flight) at a point during the call.
+ * Waiter registration takes a mutex that guards only the waiter lists, and
+ * only when more than one waiter waits on the same side.
+ */
+#ifndef VOLTD_CHAN_CHAN_H
+#define VOLTD_CHAN_CHAN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct vch;
+struct vrt_task;
+
+/*
+ * Results of channel operations. These are outcomes, not failures, so the
+ * operations return this enum instead of -errno (STYLE.md: clarity wins).
+ */
+enum vch_status {
+	VCH_OK = 0,       /* the value was sent / received */
+	VCH_FULL,         /* try_send: no room */
+	VCH_EMPTY,        /* try_recv: nothing to receive, not closed */
+	VCH_CLOSED,       /* send: closed; recv: closed and drained */
+	VCH_PENDING,      /* *_poll: waiter registered; return VRT_PENDING */
+	VCH_YIELD,        /* *_poll: the task's budget is spent; return VRT_YIELD */
+	VCH_TIMEDOUT,     /* *_timed: the deadline passed first */
+};
+
+const char *vch_status_name(enum vch_status s);
+
+/* Largest capacity vch_new accepts. */
+#define VCH_CAPACITY_MAX ((size_t)1 << 30)
+
+/* New channel holding exactly `capacity` values (1..VCH_CAPACITY_MAX).
+ * 0 or -EINVAL / -ENOMEM. */
+int vch_new(size_t capacity, struct vch **out);
+/* Free a channel nobody uses any more (no waiter may be registered). */
+void vch_free(struct vch *ch);
+
+static inline uint64_t vch_val(const void *p) { return (uint64_t)(uintptr_t)p; }
+static inline void *vch_ptr(uint64_t v) { return (void *)(uintptr_t)v; }
+
+/* Never wait (beyond an in-flight claim, see above). OK / FULL / CLOSED. */
+enum vch_status vch_try_send(struct vch *ch, uint64_t value);
+/* OK / EMPTY / CLOSED (closed and nothing left). */
+enum vch_status vch_try_recv(struct vch *ch, uint64_t *value);
+
+/*
+ * Close: later sends see CLOSED; receivers take what is left, then CLOSED.
+ * Wakes every waiter of both sides. Idempotent; any thread, any time.
+ */
+void vch_close(struct vch *ch);
+bool vch_is_closed(const struct vch *ch);
+
+/*
+ * Blocking operations for plain threads (never from a task's poll: they
+ * would block a worker). They spin briefly, yield, then sleep on a futex.
+ * send: OK / CLOSED; recv: OK / CLOSED. The _timed forms also return
+ * TIMEDOUT after timeout_ns (< 0: no limit).
+ */
+enum vch_status vch_send(struct vch *ch, uint64_t value);
+enum vch_status vch_recv(struct vch *ch, uint64_t *value);
+enum vch_status vch_send_timed(struct vch *ch, uint64_t value, int64_t timeout_ns);
+enum vch_status vch_recv_timed(struct vch *ch, uint64_t *value, int64_t timeout_ns);
+
+/*
+ * A waiter: one pending send or receive of one task (or, internally, of a
+ * blocked thread). Embed it in the task's own memory and vch_waiter_init it
+ * once. Exposed for embedding only; every field is private to src/chan.
+ *
+ * Lifetime: while registered, the channel holds a reference on the task; a
+ * waker copies what it needs and marks the waiter notified *before* it wakes
+ * the task, so the owner may free or reuse the waiter as soon as a poll call
+ * returns OK / CLOSED / FULL / EMPTY or vch_waiter_cancel returns.
+ */
+struct vch_waiter {
+	struct vch_waiter *next, *prev;   /* private: list links (queue lock) */
+	struct vrt_task *task;            /* private: woken task (ref held); NULL: thread */
+	struct vch *ch;                   /* private: channel registered on */
+	_Atomic uint32_t state;           /* private: idle / waiting / notified ... */
+	uint8_t dir;                      /* private: send or recv queue */
+	uint8_t linked;                   /* private: on the list (queue lock) */
+};
+
+void vch_waiter_init(struct vch_waiter *w);
+
+/*
+ * Async operations, from a task's poll function only (vrt_current() != NULL).
+ * Each call first takes one unit of the task's budget (vrt_budget_consume);
+ * without budget it returns YIELD and changes nothing.
+ *   OK       done; the waiter is idle again.
+ *   CLOSED   send: channel closed; recv: closed and drained. Waiter idle.
+ *   PENDING  full (send) / empty (recv): the waiter is registered; the task
+ *            returns VRT_PENDING and is woken when room / a value appears or
+ *            the channel closes; then it calls the same function again with
+ *            the same waiter (and, for send, the same value).
+ *   YIELD    budget spent: return VRT_YIELD and call again when polled.
+ * Called outside a task, they behave like try_send / try_recv (FULL / EMPTY).
+ * A waiter serves one channel and one direction until it is idle again.
+ */
+enum vch_status vch_send_poll(struct vch *ch, struct vch_waiter *w, uint64_t value);
+enum vch_status vch_recv_poll(struct vch *ch, struct vch_waiter *w, uint64_t *value);
+
+/*
+ * Withdraw a waiter (the task was cancelled, or gave up waiting). Safe in
+ * any state; afterwards the waiter is idle and the channel holds no reference
+ * to it or to its task. A wakeup the waiter had already received is passed on
+ * to another waiter of the same side, so none is lost. From the owning task.
+ */
+void vch_waiter_cancel(struct vch_waiter *w);
+
+/*
+ * Statistics: cheap, safe while the channel is in use; each field is read
+ * on its own (the snapshot is not atomic as a whole).
+ *   sends / recvs: values sent / received (claims, counted from the ring
+ *   positions). full_events / empty_events: send / receive operations that
+ *   found the channel full / empty (once per operation, not per retry).
+ *   send_waits / recv_waits: times a sender / receiver (task or thread)
+ *   registered a waiter and waited.
+ */
+struct vch_stats {
+	uint64_t capacity;
+	uint64_t len;
+	uint64_t sends, recvs;
+	uint64_t full_events, empty_events;
+	uint64_t send_waits, recv_waits;
+	bool closed;
+};
+
+void vch_stats_get(const struct vch *ch, struct vch_stats *out);
+size_t vch_capacity(const struct vch *ch);
+/* Values currently queued (a snapshot, in [0, capacity]). */
+size_t vch_len(const struct vch *ch);
+
+#endif

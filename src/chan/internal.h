@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * chan/internal.h: private to src/chan (and its tests): the channel layout,
+ * the waiter queues and the helpers the ring, blocking and async files share.
+ *
+ * Ownership: struct vch is allocated by vch_new; tail and its line belong to
+ * senders, head and its line to receivers, each waiter queue to the waiters of
+ * one side and the wakers of the other. See the Ordering blocks of chan.c and
+ * waitq.c for who writes what.
+ */
+#ifndef VOLTD_CHAN_INTERNAL_H
+#define VOLTD_CHAN_INTERNAL_H
+
+#include "base/compiler.h"
+#include "chan/chan.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+/*
+ * Positions. head and tail count in steps of 2 so bit 0 of tail is free for
+ * the closed flag: position p of the ring is the word value 2p. Slot stamps
+ * use the same units: a slot whose stamp equals the (even) tail value is free
+ * for that send; stamp == pos + 1 (odd) holds a value for the receive at pos;
+ * a receive at pos frees the slot for the next lap with stamp = pos + 2*size.
+ * All arithmetic wraps modulo 2^64 and compares signed differences, so a
+ * position may wrap without ABA (a stale stamp is 2*size away, never equal).
+ */
+#define VCH_POS_STEP 2u
+#define VCH_CLOSED_BIT 1u
+
+/* Waiter states. Task waiters use IDLE -> WAITING -> NOTIFIED -> IDLE;
+ * thread waiters may also pass WAITING -> SLEEPING -> WAKING -> NOTIFIED. */
+enum {
+	VCH_W_IDLE = 0,
+	VCH_W_WAITING = 1,   /* registered on a queue */
+	VCH_W_SLEEPING = 2,  /* thread: about to sleep / asleep on the futex */
+	VCH_W_WAKING = 3,    /* thread: waker between futex wake and NOTIFIED */
+	VCH_W_NOTIFIED = 4,  /* claimed and woken; the waker no longer touches it */
+};
+
+enum { VCH_DIR_SEND = 0, VCH_DIR_RECV = 1 };
+
+/* has_waiters value meaning "the waiters are on the locked list". */
+#define VCH_WQ_LIST ((uintptr_t)1)
+
+struct vch_slot {
+	_Atomic uint64_t stamp;
+	uint64_t value;   /* owned by whoever claimed the slot's current stamp */
+};
+
+/*
+ * One side's waiters. `has_waiters` is the design's has_send_waiters /
+ * has_recv_waiters flag and the lock-free single-waiter fast slot in one
+ * word: 0 = nobody waits; a waiter pointer = exactly that waiter waits (fast
+ * slot, no lock taken); VCH_WQ_LIST = the waiters are on `head`..`tail`, under
+ * `lock`. Wakers read it on every operation, so it lives on its own line and
+ * is written only when waiters come and go.
+ */
+struct vch_waitq {
+	_Atomic uintptr_t has_waiters;
+	char pad0[VB_CACHELINE - sizeof(_Atomic uintptr_t)];
+	pthread_mutex_t lock;                   /* guards only the list below */
+	struct vch_waiter *head, *tail;         /* under lock; non-empty iff LIST */
+	char pad1[VB_CACHELINE - sizeof(pthread_mutex_t) - 2 * sizeof(void *)];
+};
+
+struct vch_side_stats {
+	_Atomic uint64_t blocked_events;  /* full_events (send side) / empty_events */
+	_Atomic uint64_t waits;           /* send_waits / recv_waits */
+};
+
+struct vch {
+	/* read-only after vch_new */
+	struct vch_slot *buf;
+	uint64_t mask;         /* size - 1, size = buffer slots (power of two, >= 2) */
+	uint64_t size2;        /* 2 * size: a stamp's step from one lap to the next */
+	uint64_t cap2;         /* 2 * capacity: positions a full ring spans */
+	uint64_t start;        /* initial head/tail (tests start near the wrap) */
+	bool check_len;        /* capacity != size: bound the length explicitly */
+	char pad0[VB_CACHELINE - 5 * sizeof(uint64_t) - sizeof(bool)];
+
+	_Atomic uint64_t tail;  /* senders: next send position | closed bit */
+	struct vch_side_stats send_stats;  /* senders, slow path only */
+	char pad1[VB_CACHELINE - sizeof(uint64_t) - sizeof(struct vch_side_stats)];
+
+	_Atomic uint64_t head;  /* receivers: next receive position */
+	struct vch_side_stats recv_stats;  /* receivers, slow path only */
+	char pad2[VB_CACHELINE - sizeof(uint64_t) - sizeof(struct vch_side_stats)];
+
+	struct vch_waitq sendq;  /* senders waiting for room */
+	struct vch_waitq recvq;  /* receivers waiting for a value */
+};
+
+static_assert(sizeof(struct vch_waitq) == 2 * VB_CACHELINE, "waitq lines");
+static_assert(offsetof(struct vch, tail) == 1 * VB_CACHELINE, "tail line");
+static_assert(offsetof(struct vch, head) == 2 * VB_CACHELINE, "head line");
+static_assert(offsetof(struct vch, sendq) == 3 * VB_CACHELINE, "sendq lines");
+static_assert(offsetof(struct vch, recvq) == 5 * VB_CACHELINE, "recvq lines");
+
+/* chan.c: one attempt, no statistics; waits only for an in-flight claim. */
+enum vch_status vch__send_attempt(struct vch *ch, uint64_t value);
+enum vch_status vch__recv_attempt(struct vch *ch, uint64_t *value);
+/* Test hook: a channel whose positions start at `start` (to cross the wrap). */
+int vch__new_at(size_t capacity, uint64_t start, struct vch **out);
+
+/* waitq.c */
+void vch__waitq_init(struct vch_waitq *q);
+void vch__waitq_fini(struct vch_waitq *q);
+/* Publish w (state already WAITING). The caller then issues the seq_cst
+ * fence [W3] and re-checks the ring before it may sleep. */
+void vch__waitq_register(struct vch_waitq *q, struct vch_waiter *w);
+/* Withdraw w: true when it was still queued (nobody will touch it); false
+ * when a waker claimed it: this returns only once the waker marked it
+ * NOTIFIED and no longer touches it. */
+bool vch__waitq_remove(struct vch_waitq *q, struct vch_waiter *w);
+/* Slow path of a waker: claim and wake one waiter, if any. */
+void vch__waitq_notify_one(struct vch_waitq *q);
+/* Claim and wake every waiter (close). */
+void vch__waitq_notify_all(struct vch_waitq *q);
+/* Thread waiter: sleep until NOTIFIED or the absolute deadline (< 0: none).
+ * 0, or -ETIMEDOUT with the waiter possibly still queued. */
+int vch__waiter_sleep(struct vch_waiter *w, int64_t deadline_ns);
+
+static inline struct vch_waitq *vch__queue_of(struct vch *ch, unsigned dir)
+{
+	return dir == VCH_DIR_SEND ? &ch->sendq : &ch->recvq;
+}
+
+/*
+ * Waker fast path, after every successful send (recvq) or receive (sendq):
+ * [W2] seq_cst load: the Dekker partner of [W1]/[W3]; see waitq.c.
+ */
+static inline void vch__waitq_notify(struct vch_waitq *q)
+{
+	if (vb_unlikely(atomic_load_explicit(&q->has_waiters, memory_order_seq_cst) != 0))
+		vch__waitq_notify_one(q);
+}
+
+/* Bounded exponential back-off: pause 2^step times up to 2^6, then yield. */
+void vch__backoff(unsigned *step);
+
+#endif
