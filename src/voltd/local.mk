@@ -15,8 +15,8 @@ tests_unit_test_cfg_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_cfg_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
 
 # Integration tests (pytest): scripts/test runs them; `make check` too.
-TESTS += tests/integration/test_cli.py
-EXTRA_DIST += tests/integration/test_cli.py tests/integration/conftest.py tests/integration/pytest-driver
+TESTS += tests/integration/test_cli.py tests/integration/test_daemon_io.py
+EXTRA_DIST += tests/integration/test_cli.py tests/integration/test_daemon_io.py tests/integration/conftest.py tests/integration/pytest-driver
 
 dist_man_MANS += man/voltd.8 man/voltd.conf.5
 sysconf_voltddir = $(sysconfdir)/voltd

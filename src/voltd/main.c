@@ -7,6 +7,8 @@
  */
 #include "config.h"
 #include "base/log.h"
+#include "io/io.h"
+#include "rt/rt.h"
 #include "voltd/cfg.h"
 #include "voltd/notify.h"
 
@@ -193,7 +195,9 @@ static int signals_block(sigset_t *set)
 }
 
 /* SIGHUP: read the file again; a bad new configuration keeps the old one. */
-static void reload(const struct vd_opts *o, struct vcfg *cfg)
+static void rt_apply_live(struct vrt *rt, const struct vcfg *cfg);
+
+static void reload(const struct vd_opts *o, struct vcfg *cfg, struct vrt *rt)
 {
 	struct vcfg next;
 	struct vcfg_errors err = { 0 };
@@ -209,6 +213,13 @@ static void reload(const struct vd_opts *o, struct vcfg *cfg)
 		/* Only live-tunable keys take effect without a restart. */
 		cfg->log = next.log;
 		vb_log_set_level(cfg->log.level);
+		cfg->scheduler.stealing = next.scheduler.stealing;
+		cfg->scheduler.global_interval_min = next.scheduler.global_interval_min;
+		cfg->scheduler.global_interval_max = next.scheduler.global_interval_max;
+		cfg->scheduler.lifo_poll_cap = next.scheduler.lifo_poll_cap;
+		cfg->scheduler.budget = next.scheduler.budget;
+		if (rt)
+			rt_apply_live(rt, cfg);
 		vb_notice("reload: configuration re-read (live keys applied; restart-only keys need a restart)");
 	}
 	vcfg_errors_fini(&err);
@@ -216,7 +227,7 @@ static void reload(const struct vd_opts *o, struct vcfg *cfg)
 }
 
 /* Wait for SIGINT/SIGTERM; SIGHUP reloads. Returns the stopping signal. */
-static int wait_signals(int sfd, const struct vd_opts *o, struct vcfg *cfg)
+static int wait_signals(int sfd, const struct vd_opts *o, struct vcfg *cfg, struct vrt *rt)
 {
 	struct signalfd_siginfo si;
 
@@ -229,11 +240,68 @@ static int wait_signals(int sfd, const struct vd_opts *o, struct vcfg *cfg)
 			return SIGTERM;
 		}
 		if (si.ssi_signo == SIGHUP) {
-			reload(o, cfg);
+			reload(o, cfg, rt);
 			continue;
 		}
 		return (int)si.ssi_signo;
 	}
+}
+
+/* Rung 4: the I/O driver, one ring (or libev loop) per worker. */
+static int io_start(const struct vcfg *cfg, struct vio **io)
+{
+	struct vio_config ic;
+	int rc;
+
+	vio_config_defaults(&ic);
+	ic.backend = cfg->io.backend == VCFG_BACKEND_URING ? VIO_BACKEND_URING :
+		     cfg->io.backend == VCFG_BACKEND_LIBEV ? VIO_BACKEND_LIBEV : VIO_BACKEND_AUTO;
+	ic.ring_entries = cfg->io.ring_entries;
+	ic.recv_buffer_size = cfg->io.recv_buffer_size;
+	ic.recv_buffers = cfg->io.recv_buffers;
+	rc = vio_new(&ic, cfg->scheduler.workers, io);
+	if (rc < 0) {
+		vb_err("io: cannot start the %s backend: %s",
+		       cfg->io.backend == VCFG_BACKEND_URING ? "uring" : "I/O", strerror(-rc));
+		return rc;
+	}
+	vb_notice("io: backend=%s (%s)", vio_backend_name(*io), vio_backend_reason(*io));
+	return 0;
+}
+
+/* Rung 5: the runtime, parking in the I/O driver. */
+static int rt_start(const struct vcfg *cfg, struct vio *io, struct vrt **rt)
+{
+	struct vrt_config rc_;
+	int rc;
+
+	vrt_config_defaults(&rc_);
+	rc_.workers = cfg->scheduler.workers;
+	rc_.stealing = cfg->scheduler.stealing;
+	rc_.global_interval_min = cfg->scheduler.global_interval_min;
+	rc_.global_interval_max = cfg->scheduler.global_interval_max;
+	rc_.global_batch_max = cfg->scheduler.global_batch_max;
+	rc_.lifo_slot = cfg->scheduler.lifo_slot;
+	rc_.lifo_poll_cap = cfg->scheduler.lifo_poll_cap;
+	rc_.budget = cfg->scheduler.budget;
+	rc_.park_timeout_ms = cfg->scheduler.park_timeout_ms;
+	vio_park_ops(io, &rc_.park_ops, &rc_.park_ctx);
+	rc = vrt_new(&rc_, rt);
+	if (rc < 0) {
+		vb_err("runtime: cannot start %u workers: %s", rc_.workers, strerror(-rc));
+		return rc;
+	}
+	vb_notice("runtime: %u workers, stealing %s", rc_.workers, rc_.stealing ? "on" : "off");
+	return 0;
+}
+
+/* The live scheduler keys of a re-read configuration (SIGHUP). */
+static void rt_apply_live(struct vrt *rt, const struct vcfg *cfg)
+{
+	vrt_set_stealing(rt, cfg->scheduler.stealing);
+	vrt_set_global_interval(rt, cfg->scheduler.global_interval_min, cfg->scheduler.global_interval_max);
+	vrt_set_lifo_poll_cap(rt, cfg->scheduler.lifo_poll_cap);
+	vrt_set_budget(rt, cfg->scheduler.budget);
 }
 
 int main(int argc, char **argv)
@@ -241,6 +309,8 @@ int main(int argc, char **argv)
 	struct vd_opts opts = { 0 };
 	struct vcfg cfg;
 	struct vcfg_errors err = { 0 };
+	struct vio *io = NULL;
+	struct vrt *rt = NULL;
 	sigset_t sigs;
 	bool used_file;
 	int rc, sfd;
@@ -288,13 +358,27 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	if (io_start(&cfg, &io) < 0) {
+		rc = EX_UNAVAILABLE;
+		goto close_signals;
+	}
+	if (rt_start(&cfg, io, &rt) < 0) {
+		rc = EX_OSERR;
+		goto free_io;
+	}
+
 	vd_notify("READY=1\nSTATUS=running");
 	vb_notice("ready");
-	int sig = wait_signals(sfd, &opts, &cfg);
+	int sig = wait_signals(sfd, &opts, &cfg, rt);
 	vd_notify("STOPPING=1\nSTATUS=stopping");
 	vb_notice("%s received, stopping", strsignal(sig));
 	rc = 0;
 
+	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
+	vrt_free(rt);
+free_io:
+	vio_free(io);
+close_signals:
 	close(sfd);
 out:
 	vb_notice("voltd stopped");

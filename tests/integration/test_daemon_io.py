@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: MIT
+"""voltd's runtime and I/O rungs: the backend it picks and says it picks,
+a clean stop with the runtime running, and the error when io_uring is
+demanded but cannot be had."""
+import os
+import re
+import signal
+import subprocess
+
+import pytest
+
+from conftest import BUILDDIR, VOLTD, free_port
+
+NO_URING = os.path.join(BUILDDIR, "tests", "helpers", "no_uring")
+
+
+def uring_available():
+    """io_uring can be set up here unless the kernel or a filter forbids it."""
+    try:
+        with open("/proc/sys/kernel/io_uring_disabled") as f:
+            if f.read().strip() != "0":
+                return False
+    except OSError:
+        pass
+    return True
+
+
+def test_libev_backend_when_configured(daemon, tmp_path):
+    d = daemon("-c", "/dev/null", "-s", "io.backend=libev", "-s", "scheduler.workers=2")
+    assert re.search(r"io: backend=libev \(.+\)", d.log()), d.log()
+    assert "runtime: 2 workers, stealing on" in d.log()
+    assert d.stop() == 0
+
+
+@pytest.mark.skipif(not uring_available(), reason="io_uring disabled on this machine")
+def test_uring_backend_when_configured(daemon):
+    d = daemon("-c", "/dev/null", "-s", "io.backend=uring", "-s", "scheduler.workers=3",
+               "-s", "scheduler.stealing=off")
+    assert re.search(r"io: backend=uring \(.+\)", d.log()), d.log()
+    assert "runtime: 3 workers, stealing off" in d.log()
+    assert d.stop(signal.SIGINT) == 0
+
+
+@pytest.mark.skipif(not uring_available(), reason="io_uring disabled on this machine")
+def test_auto_prefers_uring(daemon):
+    d = daemon("-c", "/dev/null")
+    assert "io: backend=uring" in d.log()
+
+
+needs_no_uring = pytest.mark.skipif(not os.path.exists(NO_URING), reason="tests/helpers/no_uring not built")
+
+
+@needs_no_uring
+def test_auto_falls_back_to_libev_under_seccomp():
+    port = free_port()
+    p = subprocess.Popen([NO_URING, VOLTD, "-f", "-c", "/dev/null", "-s", "server.listen=127.0.0.1:%d" % port],
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        out = ""
+        for line in p.stderr:
+            out += line
+            if " ready" in line or "voltd stopped" in line:
+                break
+        assert re.search(r"io: backend=libev \(.*(not permitted|EPERM).*\)", out, re.I), out
+    finally:
+        p.send_signal(signal.SIGTERM)
+        rest = p.communicate(timeout=15)[1]
+    assert p.returncode == 0, out + rest
+
+
+@needs_no_uring
+def test_uring_demanded_but_forbidden_is_an_error():
+    r = subprocess.run([NO_URING, VOLTD, "-f", "-c", "/dev/null", "-s", "io.backend=uring"],
+                       capture_output=True, text=True, timeout=20)
+    assert r.returncode == 69, r.stderr
+    assert "io: cannot start the uring backend" in r.stderr
