@@ -217,6 +217,9 @@ struct vrt_worker {
 	unsigned lifo_run;
 	struct vrt_task *prefetch[VRT_PREFETCH_MAX];
 	unsigned pf_head, pf_len;
+	/* yielded tasks on their way to the injection queue (through next) */
+	struct vrt_task *yq_head, *yq_tail;
+	unsigned yq_len;
 	struct vb_rng rng;
 	unsigned gi_countdown, io_countdown;
 	unsigned interval;          /* current global interval */

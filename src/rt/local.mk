@@ -26,3 +26,8 @@ TESTS += tests/unit/test_rt_math
 tests_unit_test_rt_math_SOURCES = tests/unit/test_rt_math.c
 tests_unit_test_rt_math_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_rt_math_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS) -lm
+
+# Benchmark (never part of check): the Tokio rt_multi_threaded workloads.
+EXTRA_PROGRAMS += bench/rt_bench
+bench_rt_bench_SOURCES = bench/rt_bench.c
+bench_rt_bench_LDADD = $(VOLT_CORE_LIBS)

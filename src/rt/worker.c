@@ -193,7 +193,7 @@ static void transition_from_searching(struct vrt_worker *w)
 
 static bool local_has_work(struct vrt_worker *w)
 {
-	return w->lifo || w->pf_len || vrt__wsq_len(&w->q) != 0;
+	return w->lifo || w->pf_len || w->yq_len || vrt__wsq_len(&w->q) != 0;
 }
 
 /* Is there work a parker must not sleep on? `all` = also other rings (the
@@ -314,6 +314,38 @@ static void schedule_remote(struct vrt *rt, struct vrt_task *t)
 		vrt__notify_parked(rt);
 }
 
+/*
+ * A task that returned VRT_YIELD (or ran out of budget) goes to the
+ * injection queue, behind the work already there. The worker collects
+ * yielded tasks and appends them in one lock acquisition when its local
+ * queues run dry, at every global-interval tick, or after a full prefetch
+ * buffer's worth: a yield then costs no lock, and a yielded task still waits
+ * at most one interval.
+ */
+static void flush_yields(struct vrt_worker *w)
+{
+	if (!w->yq_len)
+		return;
+	/* Closed only after every worker was joined (we are one). */
+	VB_BUG_ON(!vrt__inject_push_batch(&w->rt->inject, w->yq_head, w->yq_tail, w->yq_len));
+	w->yq_head = w->yq_tail = NULL;
+	w->yq_len = 0;
+	if (!w->in_park)
+		vrt__notify_parked(w->rt);
+}
+
+static void defer_yield(struct vrt_worker *w, struct vrt_task *t)
+{
+	t->next = NULL;
+	if (w->yq_tail)
+		w->yq_tail->next = t;
+	else
+		w->yq_head = t;
+	w->yq_tail = t;
+	if (++w->yq_len >= VRT_PREFETCH_MAX)
+		flush_yields(w);
+}
+
 static void schedule_local(struct vrt_worker *w, struct vrt_task *t, bool yield)
 {
 	struct vrt_task *prev;
@@ -409,6 +441,7 @@ static void maintenance(struct vrt_worker *w)
 	ctr_add(&w->c.busy_ns, (uint64_t)(now - w->active_start));
 	w->active_start = now;
 	reload_tunables(w);
+	flush_yields(w);
 	w->interval = vrt__global_interval(w->ewma_ns, w->gi_min, w->gi_max);
 	w->gi_countdown = w->interval;
 	atomic_store_explicit(&w->c.ewma_poll_ns, (uint64_t)w->ewma_ns, memory_order_relaxed);
@@ -556,6 +589,7 @@ static struct vrt_task *find_work(struct vrt_worker *w)
 			return NULL;
 		t = next_local(w);
 		if (!t && !w->exiting) {
+			flush_yields(w);
 			t = steal_work(w, &retry);
 			if (!t)
 				t = pull_inject(w);
@@ -640,11 +674,13 @@ static void run_task(struct vrt_worker *w, struct vrt_task *t)
 			break;
 		}
 	}
-	if (w->budget_hit) {
-		/* Budget spent: behind everything, via the injection queue. */
-		ctr_add(&w->c.budget_yields, 1);
-		schedule_remote(w->rt, t);
+	if (w->budget_hit || r == VRT_YIELD) {
+		/* Behind everything, via the injection queue. */
+		if (w->budget_hit)
+			ctr_add(&w->c.budget_yields, 1);
+		defer_yield(w, t);
 	} else {
+		/* Woken during its own poll: back of the local ring. */
 		push_ring(w, t, true);
 	}
 }
@@ -685,6 +721,7 @@ void *vrt__worker_main(void *arg)
 
 	while ((t = find_work(w)) != NULL)
 		run_task(w, t);
+	flush_yields(w); /* vrt_shutdown disposes of what is queued */
 
 	ctr_add(&w->c.busy_ns, (uint64_t)(vb_now_ns() - w->active_start));
 	if (w->searching) {

@@ -1,0 +1,741 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench/rt_bench.c: the scheduler workloads of shared/peers/micro/SPEC.md
+ * section 1 (Tokio's benches/rt_multi_threaded.rs) on voltd's runtime, with
+ * the counts, timed regions, warm-up, repetitions, output (`#csv` lines
+ * included) and options of the Rust peer (src/bin/rt_bench.rs), so the two
+ * can be run alternately and compared row by row.
+ *
+ * voltd has no block_on and no awaitable JoinHandle; where Tokio's body uses
+ * them, this port uses (SPEC.md "voltd variant" rules):
+ *   - block_on(...) on the main thread -> the same spawns made from the main
+ *     thread (remote spawns, as Tokio 1.24 does from block_on), then the main
+ *     thread blocks;
+ *   - awaiting JoinHandles in spawn order -> vrt_task_join_wait() on each
+ *     handle in spawn order (a futex wait when not complete yet);
+ *   - "signal main" (sync_channel send/recv) -> struct vb_event (futex);
+ *     yield_many's 200 reports -> a POSIX semaphore (futex), one post each;
+ *   - a countdown leaf captures one plain pointer to the shared context.
+ * Every task is malloc'ed by its spawner and freed by its drop() (Tokio
+ * allocates every task too).
+ *
+ * Usage: rt_bench [--drivers none] [--stealing on|off] [--lifo on|off]
+ *                 [--reps N] [--warmup N] [--raw] [--csv] [FILTER...]
+ * spawn_many_remote_busy2 runs only when named exactly (60 s watchdog: DNF,
+ * exit status 3). Threading: the main thread spawns and times; 2 workers.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/compiler.h"
+#include "base/futex.h"
+#include "base/time.h"
+#include "rt/rt.h"
+
+#define NUM_WORKERS 2
+#define NUM_SPAWN 10000
+#define NUM_SPAWN_BUSY2 1000
+#define STALL_NS 10000
+#define NUM_PINGS 1000
+#define NUM_YIELD 1000
+#define YIELD_TASKS 200
+#define CHAIN_ITER 1000
+#define BUSY2_WATCHDOG_S 60
+
+/* ---------------------------------------------------------------- harness */
+
+struct opts {
+	unsigned reps, warmup;
+	bool raw, csv;
+	bool stealing, lifo;
+	int nfilters;
+	char **filters;
+};
+
+static struct opts opt = { .reps = 10, .warmup = 5, .stealing = true, .lifo = true };
+static const char *csv_tag = "voltd";
+
+static void die(const char *msg)
+{
+	fprintf(stderr, "rt_bench: %s\n", msg);
+	exit(2);
+}
+
+static bool selected(const char *name)
+{
+	if (opt.nfilters == 0)
+		return true;
+	for (int i = 0; i < opt.nfilters; i++)
+		if (strstr(name, opt.filters[i]))
+			return true;
+	return false;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void fmt_dur(char *buf, size_t n, uint64_t ns)
+{
+	double d = (double)ns;
+
+	if (d >= 1e9)
+		snprintf(buf, n, "%.3f s", d / 1e9);
+	else if (d >= 1e6)
+		snprintf(buf, n, "%.3f ms", d / 1e6);
+	else if (d >= 1e3)
+		snprintf(buf, n, "%.1f us", d / 1e3);
+	else
+		snprintf(buf, n, "%.0f ns", d);
+}
+
+static void header(void)
+{
+	printf("# rt_bench (voltd rt, work-stealing) | reps=%u warmup=%u | worker_threads=%d park=futex stealing=%s lifo_slot=%s\n",
+	       opt.reps, opt.warmup, NUM_WORKERS, opt.stealing ? "on" : "off", opt.lifo ? "on" : "off");
+	printf("%-36s %4s %12s %12s %12s %12s | %s\n", "workload", "reps", "median", "min", "max",
+	       "mean", "per unit: median [min..max]");
+}
+
+/* Same summary and line formats as the Rust harness (lib.rs). */
+static void report(const char *name, const uint64_t *samples, unsigned n, uint64_t units,
+		   const char *unit, const char *note)
+{
+	uint64_t *s = malloc(n * sizeof(*s)), total = 0, median, mean;
+	char med[32], mn[32], mx[32], me[32];
+
+	if (!s)
+		die("out of memory");
+	memcpy(s, samples, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), cmp_u64);
+	median = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	for (unsigned i = 0; i < n; i++)
+		total += s[i];
+	mean = total / n;
+	fmt_dur(med, sizeof(med), median);
+	fmt_dur(mn, sizeof(mn), s[0]);
+	fmt_dur(mx, sizeof(mx), s[n - 1]);
+	fmt_dur(me, sizeof(me), mean);
+	printf("%-36s %4u %12s %12s %12s %12s | %.2f ns/%s [%.2f..%.2f]", name, n, med, mn, mx, me,
+	       (double)median / units, unit, (double)s[0] / units, (double)s[n - 1] / units);
+	if (note && *note)
+		printf(" | %s", note);
+	printf("\n");
+	if (opt.csv) {
+		printf("#csv,%s,%s,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,",
+		       csv_tag, name, n, median, s[0], s[n - 1], mean, units, unit);
+		for (unsigned i = 0; i < n; i++)
+			printf("%s%" PRIu64, i ? ";" : "", samples[i]);
+		printf("\n");
+	}
+	if (opt.raw) {
+		printf("#   raw %s (us):", name);
+		for (unsigned i = 0; i < n; i++)
+			printf(" %.1f", (double)samples[i] / 1e3);
+		printf("\n");
+	}
+	fflush(stdout);
+	free(s);
+}
+
+typedef void body_fn(void *arg);
+
+/* warm-up untimed, then reps timed (one body each). */
+static uint64_t *measure(body_fn *body, void *arg)
+{
+	uint64_t *samples = calloc(opt.reps, sizeof(*samples));
+
+	if (!samples)
+		die("out of memory");
+	for (unsigned i = 0; i < opt.warmup; i++)
+		body(arg);
+	for (unsigned i = 0; i < opt.reps; i++) {
+		int64_t t0 = vb_now_ns();
+		body(arg);
+		samples[i] = (uint64_t)(vb_now_ns() - t0);
+	}
+	return samples;
+}
+
+static struct vrt *mkrt(void)
+{
+	struct vrt_config c;
+	struct vrt *rt;
+	int err;
+
+	vrt_config_defaults(&c);
+	c.workers = NUM_WORKERS;
+	c.stealing = opt.stealing;
+	c.lifo_slot = opt.lifo;
+	err = vrt_new(&c, &rt);
+	if (err)
+		die(strerror(-err));
+	return rt;
+}
+
+static void stall(void)
+{
+	int64_t t0 = vb_now_ns();
+
+	while (vb_now_ns() - t0 < STALL_NS)
+		sched_yield();
+}
+
+/* ------------------------------------------------------------------ tasks */
+
+/* Shared context of one workload. */
+struct ctx {
+	struct vrt *rt;
+	_Atomic uint64_t rem;
+	struct vb_event done;     /* "signal main" */
+	sem_t reports;            /* yield_many's sync_channel(200) */
+	_Atomic bool flag;        /* busy tasks run while set */
+	struct vrt_task **handles;
+};
+
+/* A task that runs a function; `ctx` is the one captured pointer. Like a
+ * Rust closure, each kind of task carries only what it uses: the ping_pong
+ * tasks extend this struct (struct ping, struct pong). */
+struct btask {
+	struct vrt_task t;
+	enum vrt_poll (*fn)(struct btask *);
+	struct ctx *ctx;
+	uint64_t n;               /* hops left, yields left, started flag */
+};
+
+struct ping {
+	struct btask b;
+	struct vrt_oneshot a, r;  /* A and B of the Tokio bench */
+};
+
+struct pong {
+	struct btask b;
+	struct ping *ping;
+};
+
+static enum vrt_poll bt_poll(struct vrt_task *t)
+{
+	struct btask *b = vb_container_of(t, struct btask, t);
+	return b->fn(b);
+}
+
+static void bt_drop(struct vrt_task *t)
+{
+	free(vb_container_of(t, struct btask, t));
+}
+
+static const struct vrt_task_vtable bt_vt = { bt_poll, bt_drop };
+
+static struct btask *bt_alloc(enum vrt_poll (*fn)(struct btask *), struct ctx *c, size_t size)
+{
+	struct btask *b = malloc(size);
+
+	if (!b)
+		die("out of memory");
+	vrt_task_init(&b->t, &bt_vt);
+	b->fn = fn;
+	b->ctx = c;
+	b->n = 0;
+	return b;
+}
+
+static struct btask *bt_new(enum vrt_poll (*fn)(struct btask *), struct ctx *c)
+{
+	return bt_alloc(fn, c, sizeof(struct btask));
+}
+
+/* Spawn detached (the handle is dropped at once). */
+static void spawn_detached(struct vrt *rt, struct btask *b)
+{
+	if (vrt_spawn(rt, &b->t) != 0)
+		die("spawn refused");
+	vrt_task_unref(&b->t);
+}
+
+static void signal_main(struct ctx *c)
+{
+	vb_event_set(&c->done);
+}
+
+static void wait_main(struct ctx *c)
+{
+	vb_event_wait(&c->done, -1);
+}
+
+static enum vrt_poll fn_leaf(struct btask *b)
+{
+	if (atomic_fetch_sub_explicit(&b->ctx->rem, 1, memory_order_relaxed) == 1)
+		signal_main(b->ctx);
+	return VRT_READY;
+}
+
+static enum vrt_poll fn_empty(struct btask *b)
+{
+	(void)b;
+	return VRT_READY;
+}
+
+static struct ctx *ctx_new(void)
+{
+	struct ctx *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		die("out of memory");
+	c->rt = mkrt();
+	vb_event_init(&c->done);
+	sem_init(&c->reports, 0, 0);
+	c->handles = calloc(NUM_SPAWN, sizeof(*c->handles));
+	if (!c->handles)
+		die("out of memory");
+	return c;
+}
+
+static void ctx_free(struct ctx *c)
+{
+	vrt_shutdown(c->rt, VRT_SHUTDOWN_DRAIN);
+	vrt_free(c->rt);
+	sem_destroy(&c->reports);
+	free(c->handles);
+	free(c);
+}
+
+static void check_rem(struct ctx *c, const char *name)
+{
+	if (atomic_load(&c->rem) != 0) {
+		fprintf(stderr, "rt_bench: %s: %" PRIu64 " tasks did not run\n", name,
+			(uint64_t)atomic_load(&c->rem));
+		exit(1);
+	}
+}
+
+static void emit(const char *name, uint64_t *samples, uint64_t units, const char *unit,
+		 const char *note)
+{
+	report(name, samples, opt.reps, units, unit, note);
+	free(samples);
+}
+
+/* ----------------------------------------------- 1a spawn_many_local */
+
+static enum vrt_poll fn_spawner(struct btask *b)
+{
+	struct vrt *rt = vrt_current_rt();
+
+	for (unsigned i = 0; i < NUM_SPAWN; i++)
+		spawn_detached(rt, bt_new(fn_leaf, b->ctx));
+	return VRT_READY;
+}
+
+static void body_spawn_many_local(void *arg)
+{
+	struct ctx *c = arg;
+
+	atomic_store_explicit(&c->rem, NUM_SPAWN, memory_order_relaxed);
+	spawn_detached(c->rt, bt_new(fn_spawner, c));
+	wait_main(c);
+	check_rem(c, "spawn_many_local");
+}
+
+static void spawn_many_local(void)
+{
+	struct ctx *c = ctx_new();
+
+	emit("spawn_many_local", measure(body_spawn_many_local, c), NUM_SPAWN, "task",
+	     "spawner = task on a worker");
+	ctx_free(c);
+}
+
+/* ----------------------------- 1b spawn_many_local_blockon / 2b counter */
+
+static void body_remote_counter(void *arg)
+{
+	struct ctx *c = arg;
+
+	atomic_store_explicit(&c->rem, NUM_SPAWN, memory_order_relaxed);
+	for (unsigned i = 0; i < NUM_SPAWN; i++)
+		spawn_detached(c->rt, bt_new(fn_leaf, c));
+	wait_main(c);
+	check_rem(c, "remote_counter");
+}
+
+static void spawn_many_local_blockon(void)
+{
+	struct ctx *c = ctx_new();
+
+	emit("spawn_many_local_blockon", measure(body_remote_counter, c), NUM_SPAWN, "task",
+	     "voltd: no block_on; 10,000 spawns from the main thread (remote, as in tokio 1.24)");
+	ctx_free(c);
+}
+
+static void spawn_many_remote_idle_counter(void)
+{
+	struct ctx *c = ctx_new();
+
+	emit("spawn_many_remote_idle_counter", measure(body_remote_counter, c), NUM_SPAWN, "task",
+	     "countdown completion, handles detached");
+	ctx_free(c);
+}
+
+/* -------------------------------------------- 2a spawn_many_remote_idle */
+
+static void spawn_and_join(struct ctx *c, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct btask *b = bt_new(fn_empty, c);
+		if (vrt_spawn(c->rt, &b->t) != 0)
+			die("spawn refused");
+		c->handles[i] = &b->t;
+	}
+	/* block_on { for h in handles { h.await } } */
+	for (unsigned i = 0; i < n; i++) {
+		vrt_task_join_wait(c->handles[i]);
+		vrt_task_unref(c->handles[i]);
+	}
+}
+
+static void body_remote_idle(void *arg)
+{
+	spawn_and_join(arg, NUM_SPAWN);
+}
+
+static void spawn_many_remote_idle(void)
+{
+	struct ctx *c = ctx_new();
+
+	emit("spawn_many_remote_idle", measure(body_remote_idle, c), NUM_SPAWN, "task",
+	     "handles joined in order (vrt_task_join_wait)");
+	ctx_free(c);
+}
+
+/* --------------------------------------------------------- 3a/3b busy1 */
+
+/* while flag { yield_now().await; stall(); } */
+static enum vrt_poll fn_busy1(struct btask *b)
+{
+	if (b->n)
+		stall();
+	b->n = 1;
+	if (!atomic_load_explicit(&b->ctx->flag, memory_order_relaxed))
+		return VRT_READY;
+	return VRT_YIELD;
+}
+
+static void start_busy1(struct ctx *c, struct vrt_task **busy)
+{
+	atomic_store(&c->flag, true);
+	for (unsigned i = 0; i < 2 * NUM_WORKERS; i++) {
+		struct btask *b = bt_new(fn_busy1, c);
+		if (vrt_spawn(c->rt, &b->t) != 0)
+			die("spawn refused");
+		busy[i] = &b->t;
+	}
+}
+
+static void stop_busy(struct ctx *c, struct vrt_task **busy, unsigned n)
+{
+	atomic_store(&c->flag, false);
+	for (unsigned i = 0; i < n; i++) {
+		vrt_task_join_wait(busy[i]);
+		vrt_task_unref(busy[i]);
+	}
+}
+
+static void spawn_many_remote_busy1(void)
+{
+	struct ctx *c = ctx_new();
+	struct vrt_task *busy[2 * NUM_WORKERS];
+	uint64_t *s;
+
+	start_busy1(c, busy);
+	s = measure(body_remote_idle, c);
+	stop_busy(c, busy, 2 * NUM_WORKERS);
+	emit("spawn_many_remote_busy1", s, NUM_SPAWN, "task",
+	     "handles joined in order; 4 yield+stall(10us) tasks busy");
+	ctx_free(c);
+}
+
+static void spawn_many_remote_busy1_counter(void)
+{
+	struct ctx *c = ctx_new();
+	struct vrt_task *busy[2 * NUM_WORKERS];
+	uint64_t *s;
+
+	start_busy1(c, busy);
+	s = measure(body_remote_counter, c);
+	stop_busy(c, busy, 2 * NUM_WORKERS);
+	emit("spawn_many_remote_busy1_counter", s, NUM_SPAWN, "task",
+	     "countdown completion; 4 yield+stall tasks busy");
+	ctx_free(c);
+}
+
+/* --------------------------------------------------------------- 3c busy2 */
+
+/* if flag { stall(); local-spawn next } */
+static enum vrt_poll fn_chain(struct btask *b)
+{
+	if (atomic_load_explicit(&b->ctx->flag, memory_order_relaxed)) {
+		stall();
+		spawn_detached(vrt_current_rt(), bt_new(fn_chain, b->ctx));
+	}
+	return VRT_READY;
+}
+
+static enum vrt_poll fn_chain_starter(struct btask *b)
+{
+	spawn_detached(vrt_current_rt(), bt_new(fn_chain, b->ctx));
+	return VRT_READY;
+}
+
+static void body_busy2(void *arg)
+{
+	spawn_and_join(arg, NUM_SPAWN_BUSY2);
+}
+
+static struct vb_event busy2_finished;
+
+static void *busy2_watchdog(void *arg)
+{
+	(void)arg;
+	if (vb_event_wait(&busy2_finished, (int64_t)BUSY2_WATCHDOG_S * 1000000000) == 0)
+		return NULL;
+	printf("%-36s DNF: %u warmup+%u reps not done within %d s\n", "spawn_many_remote_busy2",
+	       opt.warmup, opt.reps, BUSY2_WATCHDOG_S);
+	fflush(stdout);
+	_exit(3);
+}
+
+static void spawn_many_remote_busy2(void)
+{
+	struct ctx *c = ctx_new();
+	pthread_t wd;
+	uint64_t *s;
+
+	vb_event_init(&busy2_finished);
+	if (pthread_create(&wd, NULL, busy2_watchdog, NULL))
+		die("pthread_create");
+	atomic_store(&c->flag, true);
+	for (unsigned i = 0; i < NUM_WORKERS; i++)
+		spawn_detached(c->rt, bt_new(fn_chain_starter, c));
+	s = measure(body_busy2, c);
+	atomic_store(&c->flag, false);
+	vb_event_set(&busy2_finished);
+	pthread_join(wd, NULL);
+	emit("spawn_many_remote_busy2", s, NUM_SPAWN_BUSY2, "task",
+	     "handles joined in order; 2 respawning stall(10us) chains");
+	ctx_free(c);
+}
+
+/* ------------------------------------------------------------ 4 ping_pong */
+
+/* pong: await A; send B. The oneshots live in the ping task, on which the
+ * pong holds a reference (Tokio: each oneshot is its own Arc). */
+static enum vrt_poll fn_pong(struct btask *b)
+{
+	struct ping *ping = ((struct pong *)b)->ping;
+	uint64_t v;
+
+	if (!vrt_oneshot_poll(&ping->a, &v))
+		return VRT_PENDING;
+	vrt_oneshot_send(&ping->r, v);
+	vrt_task_unref(&ping->b.t);
+	return VRT_READY;
+}
+
+/* ping: make A and B; spawn pong; send A; await B; countdown */
+static enum vrt_poll fn_ping(struct btask *b)
+{
+	struct ping *p = (struct ping *)b;
+	uint64_t v;
+
+	if (!b->n) {
+		struct pong *pong = (struct pong *)bt_alloc(fn_pong, b->ctx, sizeof(struct pong));
+
+		b->n = 1;
+		vrt_oneshot_init(&p->a);
+		vrt_oneshot_init(&p->r);
+		vrt_task_ref(&b->t);
+		pong->ping = p;
+		spawn_detached(vrt_current_rt(), &pong->b);
+		vrt_oneshot_send(&p->a, 1);
+	}
+	if (!vrt_oneshot_poll(&p->r, &v))
+		return VRT_PENDING;
+	if (atomic_fetch_sub_explicit(&b->ctx->rem, 1, memory_order_relaxed) == 1)
+		signal_main(b->ctx);
+	return VRT_READY;
+}
+
+static enum vrt_poll fn_ping_root(struct btask *b)
+{
+	struct vrt *rt = vrt_current_rt();
+
+	for (unsigned i = 0; i < NUM_PINGS; i++)
+		spawn_detached(rt, bt_alloc(fn_ping, b->ctx, sizeof(struct ping)));
+	return VRT_READY;
+}
+
+static void body_ping_pong(void *arg)
+{
+	struct ctx *c = arg;
+
+	atomic_store_explicit(&c->rem, NUM_PINGS, memory_order_relaxed);
+	spawn_detached(c->rt, bt_new(fn_ping_root, c));
+	wait_main(c);
+	check_rem(c, "ping_pong");
+}
+
+static void ping_pong(void)
+{
+	struct ctx *c = ctx_new();
+
+	emit("ping_pong", measure(body_ping_pong, c), NUM_PINGS, "ping", "Tokio bench workload; vrt_oneshot");
+	ctx_free(c);
+}
+
+/* ----------------------------------------------------------- 5 yield_many */
+
+static enum vrt_poll fn_yielder(struct btask *b)
+{
+	if (b->n++ < NUM_YIELD)
+		return VRT_YIELD;
+	sem_post(&b->ctx->reports);
+	return VRT_READY;
+}
+
+static void body_yield_many(void *arg)
+{
+	struct ctx *c = arg;
+
+	for (unsigned i = 0; i < YIELD_TASKS; i++)
+		spawn_detached(c->rt, bt_new(fn_yielder, c));
+	for (unsigned i = 0; i < YIELD_TASKS; i++)
+		while (sem_wait(&c->reports) != 0)
+			if (errno != EINTR)
+				die("sem_wait");
+}
+
+static void yield_many(void)
+{
+	struct ctx *c = ctx_new();
+
+	emit("yield_many", measure(body_yield_many, c), YIELD_TASKS * NUM_YIELD, "yield",
+	     "Tokio bench workload; reports on a semaphore");
+	ctx_free(c);
+}
+
+/* -------------------------------------------------------- 6 chained_spawn */
+
+static enum vrt_poll fn_link(struct btask *b)
+{
+	if (b->n == 0) {
+		signal_main(b->ctx);
+	} else {
+		struct btask *next = bt_new(fn_link, b->ctx);
+		next->n = b->n - 1;
+		spawn_detached(vrt_current_rt(), next);
+	}
+	return VRT_READY;
+}
+
+static void body_chained_spawn(void *arg)
+{
+	struct ctx *c = arg;
+	struct btask *first = bt_new(fn_link, c);
+
+	first->n = CHAIN_ITER;
+	spawn_detached(c->rt, first);
+	wait_main(c);
+}
+
+static void chained_spawn(void)
+{
+	struct ctx *c = ctx_new();
+
+	emit("chained_spawn", measure(body_chained_spawn, c), CHAIN_ITER, "spawn", "Tokio bench workload");
+	ctx_free(c);
+}
+
+/* ------------------------------------------------------------------- main */
+
+static bool parse_onoff(const char *v)
+{
+	if (!v)
+		die("on|off expected");
+	if (!strcmp(v, "on"))
+		return true;
+	if (!strcmp(v, "off"))
+		return false;
+	die("on|off expected");
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		const char *name;
+		void (*fn)(void);
+	} all[] = {
+		{ "spawn_many_local", spawn_many_local },
+		{ "spawn_many_local_blockon", spawn_many_local_blockon },
+		{ "spawn_many_remote_idle", spawn_many_remote_idle },
+		{ "spawn_many_remote_idle_counter", spawn_many_remote_idle_counter },
+		{ "spawn_many_remote_busy1", spawn_many_remote_busy1 },
+		{ "spawn_many_remote_busy1_counter", spawn_many_remote_busy1_counter },
+		{ "ping_pong", ping_pong },
+		{ "yield_many", yield_many },
+		{ "chained_spawn", chained_spawn },
+	};
+	bool busy2 = false;
+
+	opt.filters = calloc((size_t)argc, sizeof(char *));
+	if (!opt.filters)
+		die("out of memory");
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "--reps") && i + 1 < argc)
+			opt.reps = (unsigned)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(a, "--warmup") && i + 1 < argc)
+			opt.warmup = (unsigned)strtoul(argv[++i], NULL, 10);
+		else if (!strcmp(a, "--raw"))
+			opt.raw = true;
+		else if (!strcmp(a, "--csv"))
+			opt.csv = true;
+		else if (!strcmp(a, "--drivers")) {
+			const char *v = i + 1 < argc ? argv[++i] : "";
+			if (strcmp(v, "none"))
+				die("--drivers: the runtime core parks on a futex; only 'none' (the I/O driver's park hook is not part of rt)");
+		} else if (!strcmp(a, "--stealing"))
+			opt.stealing = parse_onoff(i + 1 < argc ? argv[++i] : NULL);
+		else if (!strcmp(a, "--lifo"))
+			opt.lifo = parse_onoff(i + 1 < argc ? argv[++i] : NULL);
+		else if (!strncmp(a, "--", 2))
+			die("unknown option (--reps N --warmup N --raw --csv --drivers none --stealing on|off --lifo on|off)");
+		else {
+			opt.filters[opt.nfilters++] = argv[i];
+			if (!strcmp(a, "spawn_many_remote_busy2"))
+				busy2 = true;
+		}
+	}
+	if (opt.reps < 1)
+		die("--reps must be >= 1");
+	if (!opt.stealing || !opt.lifo)
+		csv_tag = !opt.stealing && !opt.lifo ? "voltd-nosteal-nolifo"
+			  : !opt.stealing ? "voltd-nosteal" : "voltd-nolifo";
+	header();
+	for (size_t i = 0; i < VB_ARRAY_SIZE(all); i++)
+		if (selected(all[i].name))
+			all[i].fn();
+	if (busy2)
+		spawn_many_remote_busy2();
+	free(opt.filters);
+	return 0;
+}
