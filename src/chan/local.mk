@@ -10,3 +10,14 @@ TESTS += tests/unit/test_chan
 tests_unit_test_chan_SOURCES = tests/unit/test_chan.c
 tests_unit_test_chan_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_chan_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS)
+
+check_PROGRAMS += tests/unit/test_chan_wait
+TESTS += tests/unit/test_chan_wait
+TSAN_TESTS += tests/unit/test_chan_wait
+tests_unit_test_chan_wait_SOURCES = tests/unit/test_chan_wait.c
+tests_unit_test_chan_wait_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_chan_wait_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS)
+
+EXTRA_PROGRAMS += bench/chan_bench
+bench_chan_bench_SOURCES = bench/chan_bench.c
+bench_chan_bench_LDADD = $(VOLT_CORE_LIBS)
