@@ -344,6 +344,12 @@ static int on_headers_complete(llhttp_t *ll)
 	bool has_cl = ll->flags & F_CONTENT_LENGTH;
 	bool chunked = ll->flags & F_CHUNKED;
 
+	/* llhttp takes "GET /path" with no version for HTTP/0.9, which has
+	 * no version field (and no on_version_complete). */
+	if (p->version_len == 0)
+		return fail(p, 400, "request line without HTTP version");
+	if (ll->http_major != 1 || ll->http_minor > 1)
+		return fail(p, 505, "HTTP version not supported");
 	if (ll->method == HTTP_CONNECT)
 		return fail(p, 501, "CONNECT not implemented");
 	if (minor1 && !p->host_seen)
@@ -617,21 +623,17 @@ static enum vhttp_event map_llhttp_error(struct vhttp_parser *p, llhttp_errno_t 
 	}
 }
 
-/* obs-fold or any line starting with whitespace inside a head: LF SP / LF HT. */
-static bool scan_fold(struct vhttp_parser *p, const char *s, size_t n)
+/* Where, in the n bytes at s, a line of the head starts with SP or HTAB
+ * (obs-fold, or a first header line starting with whitespace); n if none. */
+static size_t find_fold(const struct vhttp_parser *p, const char *s, size_t n)
 {
-	if (n == 0)
-		return false;
-	if (p->last_lf && is_ows(s[0]))
-		return true;
-	for (const char *lf = memchr(s, '\n', n); lf; lf = memchr(lf + 1, '\n', (size_t)(s + n - lf - 1))) {
-		if (lf + 1 == s + n)
-			break;
+	if (n && p->last_lf && is_ows(s[0]))
+		return 0;
+	for (const char *lf = memchr(s, '\n', n); lf && lf + 1 < s + n;
+	     lf = memchr(lf + 1, '\n', (size_t)(s + n - lf - 1)))
 		if (is_ows(lf[1]))
-			return true;
-	}
-	p->last_lf = s[n - 1] == '\n';
-	return false;
+			return (size_t)(lf + 1 - s);
+	return n;
 }
 
 enum vhttp_event vhttp_parser_next(struct vhttp_parser *p, struct vhttp_request **req)
@@ -647,14 +649,22 @@ enum vhttp_event vhttp_parser_next(struct vhttp_parser *p, struct vhttp_request 
 		size_t n = avail;
 		if (counted && n > p->lim.max_header_bytes - p->head_bytes)
 			n = p->lim.max_header_bytes - p->head_bytes;
+		const char *start = p->in + p->in_off;
+		/* A fold is caught before llhttp sees its first byte, so that the
+		 * outcome cannot depend on how the stream was split (llhttp would
+		 * glue the folded line to the value before we could object). */
+		size_t fold = counted ? find_fold(p, start, n) : n;
+		bool at_fold = fold < n;
+		n = fold;
 		if (n == 0 && !p->resume) {
+			if (at_fold)
+				return set_error(p, 400, "obs-fold or line starting with whitespace");
 			if (avail == 0)
 				return VHTTP_EV_MORE;
 			goto over_limit; /* bytes left, no budget */
 		}
 		p->resume = false;
 		p->ev = VHTTP_EV_MORE;
-		const char *start = p->in + p->in_off;
 		llhttp_errno_t e = llhttp_execute(&p->ll, start, n);
 		size_t used = n;
 		if (e == HPE_PAUSED) {
@@ -669,7 +679,10 @@ enum vhttp_event vhttp_parser_next(struct vhttp_parser *p, struct vhttp_request 
 			p->in_off = p->in_len = 0;
 		if (counted) {
 			p->head_bytes += used;
-			if (scan_fold(p, start, used))
+			if (used)
+				p->last_lf = start[used - 1] == '\n';
+			/* stopped short of a fold and still in the head */
+			if (at_fold && e == HPE_OK)
 				return set_error(p, 400, "obs-fold or line starting with whitespace");
 		}
 		switch (p->ev) {
@@ -686,10 +699,12 @@ enum vhttp_event vhttp_parser_next(struct vhttp_parser *p, struct vhttp_request 
 		default:
 			break;
 		}
-		if (e == HPE_OK && used < avail && counted && p->head_bytes >= p->lim.max_header_bytes)
+		if (e == HPE_OK) {
+			if (p->in_off == p->in_len)
+				return VHTTP_EV_MORE;
+			/* all n taken, bytes left: n was cut to the head budget */
 			goto over_limit;
-		if (e == HPE_OK && p->in_off == p->in_len)
-			return VHTTP_EV_MORE;
+		}
 	}
 
 over_limit:
