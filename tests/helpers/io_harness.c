@@ -1,0 +1,678 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/helpers/io_harness.c: see io_harness.h.
+ *
+ * Ordering: the counters are relaxed atomics (statistics for the test
+ * thread, which reads them after the runtime's joins or as progress hints).
+ */
+#include "config.h"
+
+#include "tests/helpers/io_harness.h"
+#include "base/compiler.h"
+#include "base/rng.h"
+#include "base/time.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+
+static _Atomic uint64_t task_drops;
+
+bool ioh_under_tsan(void)
+{
+#if defined(__SANITIZE_THREAD__) || __has_feature(thread_sanitizer)
+	return true;
+#else
+	return false;
+#endif
+}
+
+unsigned ioh_scale(void)
+{
+	const char *s = getenv("VOLTD_STRESS_SCALE");
+	long v = s ? strtol(s, NULL, 10) : 1;
+
+	return v < 1 ? 1 : (unsigned)v;
+}
+
+const char *ioh_backend_label(enum vio_backend b)
+{
+	return b == VIO_BACKEND_URING ? "uring" : b == VIO_BACKEND_LIBEV ? "libev" : "auto";
+}
+
+enum vio_backend ioh_backend(void)
+{
+#ifdef IOH_BACKEND
+	return IOH_BACKEND;
+#else
+	const char *s = getenv("VOLTD_IO_BACKEND");
+
+	if (s && strcmp(s, "uring") == 0)
+		return VIO_BACKEND_URING;
+	if (s && strcmp(s, "libev") == 0)
+		return VIO_BACKEND_LIBEV;
+	return VIO_BACKEND_AUTO;
+#endif
+}
+
+/* ------------------------------------------------------------ watchdog */
+
+static const char *wd_what = "test";
+
+static void wd_fire(int sig)
+{
+	char msg[256];
+	int n = snprintf(msg, sizeof(msg), "WATCHDOG: %s did not finish in time\n", wd_what);
+
+	(void)sig;
+	if (n > 0) {
+		ssize_t w = write(STDERR_FILENO, msg, (size_t)n);
+		(void)w;
+	}
+	_exit(1);
+}
+
+void ioh_watchdog(unsigned seconds, const char *what)
+{
+	wd_what = what;
+	signal(SIGALRM, wd_fire);
+	alarm(seconds);
+}
+
+/* ------------------------------------------------------------ bring-up */
+
+void ioh_start(struct ioh *h, unsigned workers, const struct vio_config *vcfg,
+	       const struct vrt_config *rcfg)
+{
+	struct vio_config vc;
+	struct vrt_config rc;
+	const char *expect = getenv("VOLTD_IO_EXPECT_BACKEND");
+	int r;
+
+	signal(SIGPIPE, SIG_IGN);
+	memset(h, 0, sizeof(*h));
+	if (vcfg) {
+		vc = *vcfg;
+	} else {
+		vio_config_defaults(&vc);
+		vc.backend = ioh_backend();
+	}
+	r = vio_new(&vc, workers, &h->io);
+	if (r < 0) {
+		if (vc.backend == VIO_BACKEND_URING) {
+			fprintf(stderr, "io_uring unavailable (%s): skipping the uring run\n",
+				strerror(-r));
+			exit(77);
+		}
+		fprintf(stderr, "vio_new: %s\n", strerror(-r));
+		exit(99);
+	}
+	fprintf(stderr, "# io: backend=%s (%s)\n", vio_backend_name(h->io),
+		vio_backend_reason(h->io));
+	if (expect && strcmp(expect, vio_backend_name(h->io)) != 0) {
+		fprintf(stderr, "expected backend %s, got %s\n", expect, vio_backend_name(h->io));
+		exit(1);
+	}
+	if (rcfg)
+		rc = *rcfg;
+	else
+		vrt_config_defaults(&rc);
+	rc.workers = workers;
+	vio_park_ops(h->io, &rc.park_ops, &rc.park_ctx);
+	r = vrt_new(&rc, &h->rt);
+	if (r < 0) {
+		fprintf(stderr, "vrt_new: %s\n", strerror(-r));
+		exit(99);
+	}
+	h->workers = workers;
+}
+
+void ioh_stop(struct ioh *h)
+{
+	vrt_shutdown(h->rt, VRT_SHUTDOWN_DRAIN);
+	vrt_free(h->rt);
+	vio_free(h->io);
+	h->rt = NULL;
+	h->io = NULL;
+}
+
+/* ------------------------------------------------------------ tasks */
+
+static enum vrt_poll task_poll(struct vrt_task *t)
+{
+	struct ioh_task *it = vb_container_of(t, struct ioh_task, t);
+
+	return it->fn(it);
+}
+
+static void task_drop(struct vrt_task *t)
+{
+	struct ioh_task *it = vb_container_of(t, struct ioh_task, t);
+
+	if (it->fini)
+		it->fini(it);
+	free(it);
+	atomic_fetch_add_explicit(&task_drops, 1, memory_order_relaxed);
+}
+
+static const struct vrt_task_vtable task_vt = { .poll = task_poll, .drop = task_drop };
+
+void *ioh_task_new(size_t size, enum vrt_poll (*fn)(struct ioh_task *),
+		   void (*fini)(struct ioh_task *))
+{
+	struct ioh_task *t = calloc(1, size);
+
+	if (!t) {
+		fprintf(stderr, "out of memory\n");
+		exit(99);
+	}
+	vrt_task_init(&t->t, &task_vt);
+	t->fn = fn;
+	t->fini = fini;
+	return t;
+}
+
+void ioh_spawn(struct ioh *h, struct ioh_task *t, bool keep)
+{
+	int r = vrt_spawn(h->rt, &t->t);
+
+	if (r < 0) {
+		fprintf(stderr, "vrt_spawn: %s\n", strerror(-r));
+		exit(99);
+	}
+	if (!keep)
+		vrt_task_unref(&t->t);
+}
+
+uint64_t ioh_drops(void)
+{
+	return atomic_load_explicit(&task_drops, memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------ sockets */
+
+int ioh_listen_local(int *port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 64) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	*port = ntohs(sa.sin_port);
+	return fd;
+}
+
+int ioh_connect(int port)
+{
+	struct sockaddr_in sa = {
+		.sin_family = AF_INET,
+		.sin_port = htons((uint16_t)port),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+int ioh_tcp_pair(int a[2])
+{
+	int port, lfd = ioh_listen_local(&port), c, s;
+
+	if (lfd < 0)
+		return lfd;
+	c = ioh_connect(port);
+	if (c < 0) {
+		close(lfd);
+		return c;
+	}
+	s = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	close(lfd);
+	if (s < 0) {
+		int e = errno;
+		close(c);
+		return -e;
+	}
+	a[0] = s;
+	a[1] = c;
+	return 0;
+}
+
+/* ------------------------------------------------------------ echo server */
+
+enum { EC_RECV, EC_SEND, EC_CLOSE };
+
+struct echo_conn {
+	struct ioh_task base;
+	struct ioh_echo *e;
+	struct vio_conn c;
+	int state;
+	size_t n;
+	unsigned msgs;
+	struct iovec iov[2];
+	char buf[32768];
+};
+
+static void spin(unsigned ns)
+{
+	int64_t end = vb_now_ns() + ns;
+
+	while (vb_now_ns() < end)
+		;
+}
+
+static void echo_conn_end(struct echo_conn *ec)
+{
+	atomic_fetch_add_explicit(&ec->e->closed, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&ec->e->active, 1, memory_order_relaxed);
+}
+
+static enum vrt_poll echo_conn_poll(struct ioh_task *t)
+{
+	struct echo_conn *ec = (struct echo_conn *)t;
+	struct ioh_echo *e = ec->e;
+	enum vrt_poll p;
+	ssize_t r;
+	int rc;
+
+	if (vrt_task_is_cancelled(&t->t)) {
+		vio_conn_abandon(&ec->c);
+		echo_conn_end(ec);
+		return VRT_READY;
+	}
+	for (;;) {
+		switch (ec->state) {
+		case EC_RECV:
+			p = vio_conn_recv(&ec->c, ec->buf, sizeof(ec->buf), &r);
+			if (p != VRT_READY)
+				return p;
+			if (r > 0) {
+				ec->n = (size_t)r;
+				ec->state = EC_SEND;
+				if (e->spin_ns)
+					spin(e->spin_ns);
+				if (e->use_sendv && (ec->msgs++ & 1) && ec->n > 1) {
+					ec->iov[0].iov_base = ec->buf;
+					ec->iov[0].iov_len = ec->n / 3;
+					ec->iov[1].iov_base = ec->buf + ec->n / 3;
+					ec->iov[1].iov_len = ec->n - ec->n / 3;
+					ec->n = 0; /* marks the vectored send */
+				}
+				continue;
+			}
+			if (r == 0) {
+				/* Half-close: the peer is done sending; answer EOF. */
+				vio_conn_shutdown_write(&ec->c);
+			} else if (r == -ECONNRESET || r == -EPIPE) {
+				atomic_fetch_add_explicit(&e->resets, 1, memory_order_relaxed);
+			} else {
+				atomic_fetch_add_explicit(&e->errors, 1, memory_order_relaxed);
+			}
+			ec->state = EC_CLOSE;
+			continue;
+		case EC_SEND:
+			if (ec->n == 0)
+				p = vio_conn_sendv(&ec->c, ec->iov, 2, &r);
+			else
+				p = vio_conn_send(&ec->c, ec->buf, ec->n, &r);
+			if (p != VRT_READY)
+				return p;
+			if (r < 0) {
+				if (r == -ECONNRESET || r == -EPIPE)
+					atomic_fetch_add_explicit(&e->resets, 1, memory_order_relaxed);
+				else
+					atomic_fetch_add_explicit(&e->errors, 1, memory_order_relaxed);
+				ec->state = EC_CLOSE;
+				continue;
+			}
+			atomic_fetch_add_explicit(&e->bytes, (uint64_t)r, memory_order_relaxed);
+			ec->state = EC_RECV;
+			continue;
+		case EC_CLOSE:
+			p = vio_conn_close(&ec->c, &rc);
+			if (p != VRT_READY)
+				return p;
+			echo_conn_end(ec);
+			return VRT_READY;
+		}
+	}
+}
+
+struct acceptor {
+	struct ioh_task base;
+	struct ioh_echo *e;
+	unsigned idx;
+};
+
+static enum vrt_poll acceptor_poll(struct ioh_task *t)
+{
+	struct acceptor *a = (struct acceptor *)t;
+	struct ioh_echo *e = a->e;
+	int fd, one = 1;
+
+	for (;;) {
+		enum vrt_poll p = vio_accept(e->l, a->idx, &fd);
+		struct echo_conn *ec;
+
+		if (p != VRT_READY)
+			return p;
+		if (fd < 0 || vrt_task_is_cancelled(&t->t))
+			return VRT_READY; /* listener closed */
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		ec = ioh_task_new(sizeof(*ec), echo_conn_poll, NULL);
+		ec->e = e;
+		vio_conn_init(&ec->c, fd);
+		atomic_fetch_add_explicit(&e->accepted, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&e->active, 1, memory_order_relaxed);
+		ioh_spawn(e->h, &ec->base, false);
+	}
+}
+
+int ioh_echo_start(struct ioh *h, struct ioh_echo *e)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int r;
+
+	e->h = h;
+	r = vio_listener_new(h->io, (struct sockaddr *)&sa, sizeof(sa), 1024, &e->l);
+	if (r < 0)
+		return r;
+	e->port = vio_listener_port(e->l);
+	for (unsigned i = 0; i < vio_listener_count(e->l); i++) {
+		struct acceptor *a = ioh_task_new(sizeof(*a), acceptor_poll, NULL);
+
+		a->e = e;
+		a->idx = i;
+		ioh_spawn(h, &a->base, false);
+	}
+	return 0;
+}
+
+int ioh_echo_stop(struct ioh_echo *e, unsigned timeout_ms)
+{
+	int64_t end = vb_now_ns() + (int64_t)timeout_ms * VB_NS_PER_MS;
+
+	vio_listener_close(e->l);
+	while (atomic_load_explicit(&e->active, memory_order_relaxed) > 0) {
+		if (vb_now_ns() > end)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ client */
+
+struct cconn {
+	int fd;
+	bool reset;            /* reset after sending `reset_at` bytes */
+	size_t len, sent, got, reset_at;
+	uint64_t seed;         /* payload byte i = pbyte(seed, i) */
+	bool shut;
+	unsigned round;
+};
+
+/* Payload bytes as a function of their position, so a partial send or a
+ * check of the echo needs no stored copy. */
+static uint8_t pbyte(uint64_t seed, size_t i)
+{
+	uint64_t z = seed + (i >> 3) * 0x9E3779B97F4A7C15ull;
+
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z ^= z >> 27;
+	return (uint8_t)(z >> ((i & 7) * 8));
+}
+
+static size_t pick_len(struct vb_rng *r, const struct ioh_client_opts *o)
+{
+	uint32_t x = vb_rng_below(r, 1000);
+
+	if (x < o->big_permille)
+		return o->max_payload;
+	/* Log-uniform over 1 .. max_payload / 8. */
+	size_t cap = o->max_payload / 8 > 1 ? o->max_payload / 8 : 1;
+	unsigned bits = 0;
+	while (((size_t)1 << bits) < cap)
+		bits++;
+	size_t v = (size_t)1 << vb_rng_below(r, bits + 1);
+	v += vb_rng_below(r, (uint32_t)(v < 0xffffffffu ? v : 0xffffffffu));
+	return v > cap ? cap : v < 1 ? 1 : v;
+}
+
+static void note_err(struct ioh_client_result *res, const char *fmt, int e)
+{
+	res->errors++;
+	if (!res->first_error[0])
+		snprintf(res->first_error, sizeof(res->first_error), fmt, strerror(e));
+}
+
+static int cconn_open(struct cconn *c, const struct ioh_client_opts *o, struct vb_rng *r,
+		      struct ioh_client_result *res)
+{
+	int fd = ioh_connect(o->port);
+
+	if (fd < 0) {
+		note_err(res, "connect: %s", -fd);
+		return -1;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	c->fd = fd;
+	c->len = pick_len(r, o);
+	c->sent = c->got = 0;
+	c->seed = ((uint64_t)vb_rng_next32(r) << 32) | vb_rng_next32(r);
+	c->shut = false;
+	c->reset = vb_rng_below(r, 1000) < o->reset_permille;
+	c->reset_at = c->reset ? vb_rng_below(r, (uint32_t)(c->len < 0xffffffffu ? c->len : 0xffffffffu)) : 0;
+	return 0;
+}
+
+static void cconn_reset(struct cconn *c)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(c->fd);
+	c->fd = -1;
+}
+
+/* Returns 1 when the connection finished (closed), 0 to go on. */
+static int cconn_step(struct cconn *c, short revents, struct ioh_client_result *res)
+{
+	uint8_t buf[65536];
+
+	if (revents & POLLOUT && c->sent < c->len) {
+		size_t n = c->len - c->sent;
+
+		if (n > sizeof(buf))
+			n = sizeof(buf);
+		if (c->reset && c->sent + n > c->reset_at)
+			n = c->reset_at - c->sent;
+		for (size_t i = 0; i < n; i++)
+			buf[i] = pbyte(c->seed, c->sent + i);
+		ssize_t w = n ? send(c->fd, buf, n, MSG_NOSIGNAL) : 0;
+		if (w < 0) {
+			if (errno != EAGAIN) {
+				note_err(res, "send: %s", errno);
+				close(c->fd);
+				c->fd = -1;
+				return 1;
+			}
+			w = 0;
+		}
+		c->sent += (size_t)w;
+		res->bytes_sent += (uint64_t)w;
+		if (c->reset && c->sent >= c->reset_at) {
+			cconn_reset(c);
+			res->resets++;
+			return 1;
+		}
+	}
+	if (c->sent == c->len && !c->shut) {
+		shutdown(c->fd, SHUT_WR);
+		c->shut = true;
+	}
+	if (revents & (POLLIN | POLLHUP | POLLERR)) {
+		for (;;) {
+			ssize_t r = recv(c->fd, buf, sizeof(buf), 0);
+
+			if (r < 0) {
+				if (errno == EAGAIN)
+					break;
+				note_err(res, "recv: %s", errno);
+				close(c->fd);
+				c->fd = -1;
+				return 1;
+			}
+			if (r == 0) {
+				if (c->got != c->len) {
+					res->mismatches++;
+					if (!res->first_error[0])
+						snprintf(res->first_error, sizeof(res->first_error),
+							 "EOF after %zu of %zu echoed bytes", c->got,
+							 c->len);
+				}
+				close(c->fd);
+				c->fd = -1;
+				return 1;
+			}
+			for (ssize_t i = 0; i < r; i++) {
+				if (buf[i] != pbyte(c->seed, c->got + (size_t)i)) {
+					res->mismatches++;
+					if (!res->first_error[0])
+						snprintf(res->first_error, sizeof(res->first_error),
+							 "byte %zu of %zu differs", c->got + (size_t)i,
+							 c->len);
+					close(c->fd);
+					c->fd = -1;
+					return 1;
+				}
+			}
+			c->got += (size_t)r;
+			res->bytes_echoed += (uint64_t)r;
+		}
+	}
+	return 0;
+}
+
+void ioh_client_run(const struct ioh_client_opts *o, struct ioh_client_result *res)
+{
+	struct cconn *cs = calloc(o->conns, sizeof(*cs));
+	struct pollfd *pfd = calloc(o->conns, sizeof(*pfd));
+	struct vb_rng rng;
+	unsigned live = 0;
+
+	memset(res, 0, sizeof(*res));
+	if (!cs || !pfd) {
+		note_err(res, "calloc: %s", ENOMEM);
+		goto out;
+	}
+	vb_rng_seed(&rng, o->seed);
+	for (unsigned i = 0; i < o->conns; i++) {
+		cs[i].fd = -1;
+		if (cconn_open(&cs[i], o, &rng, res) == 0)
+			live++;
+	}
+	while (live) {
+		unsigned n = 0;
+
+		for (unsigned i = 0; i < o->conns; i++) {
+			if (cs[i].fd < 0)
+				continue;
+			pfd[n].fd = cs[i].fd;
+			pfd[n].events = POLLIN | (cs[i].sent < cs[i].len ? POLLOUT : 0);
+			pfd[n].revents = 0;
+			n++;
+		}
+		if (poll(pfd, n, 1000) < 0 && errno != EINTR) {
+			note_err(res, "poll: %s", errno);
+			break;
+		}
+		n = 0;
+		for (unsigned i = 0; i < o->conns; i++) {
+			struct cconn *c = &cs[i];
+
+			if (c->fd < 0)
+				continue;
+			if (pfd[n++].revents == 0)
+				continue;
+			if (!cconn_step(c, pfd[n - 1].revents, res))
+				continue;
+			res->conns_done++;
+			live--;
+			if (++c->round < (o->rounds ? o->rounds : 1) &&
+			    cconn_open(c, o, &rng, res) == 0)
+				live++;
+		}
+	}
+out:
+	for (unsigned i = 0; cs && i < o->conns; i++)
+		if (cs[i].fd >= 0)
+			close(cs[i].fd);
+	free(cs);
+	free(pfd);
+}
+
+struct client_thread {
+	pthread_t th;
+	struct ioh_client_opts o;
+	struct ioh_client_result r;
+};
+
+static void *client_main(void *arg)
+{
+	struct client_thread *ct = arg;
+
+	ioh_client_run(&ct->o, &ct->r);
+	return NULL;
+}
+
+void ioh_clients(unsigned threads, const struct ioh_client_opts *o, struct ioh_client_result *sum)
+{
+	struct client_thread *ct = calloc(threads, sizeof(*ct));
+
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned i = 0; i < threads; i++) {
+		ct[i].o = *o;
+		ct[i].o.seed = o->seed + i;
+		pthread_create(&ct[i].th, NULL, client_main, &ct[i]);
+	}
+	for (unsigned i = 0; i < threads; i++) {
+		pthread_join(ct[i].th, NULL);
+		sum->conns_done += ct[i].r.conns_done;
+		sum->resets += ct[i].r.resets;
+		sum->bytes_sent += ct[i].r.bytes_sent;
+		sum->bytes_echoed += ct[i].r.bytes_echoed;
+		sum->mismatches += ct[i].r.mismatches;
+		sum->errors += ct[i].r.errors;
+		if (!sum->first_error[0] && ct[i].r.first_error[0])
+			memcpy(sum->first_error, ct[i].r.first_error, sizeof(sum->first_error));
+	}
+	free(ct);
+}

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/helpers/io_harness.h: what the I/O tests share: bringing up a
+ * runtime with the I/O driver on the backend the test program was built
+ * for (uring / libev / auto from VOLTD_IO_BACKEND), heap-allocated tasks
+ * around a poll function, a test-only TCP echo server built from the
+ * driver's operations, and a verifying multi-connection client.
+ *
+ * Threading: ioh_start / ioh_stop and the client from plain threads; task
+ * functions run on workers. Counters are atomics read by the test thread.
+ */
+#ifndef VOLTD_TESTS_IO_HARNESS_H
+#define VOLTD_TESTS_IO_HARNESS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/io.h"
+#include "rt/rt.h"
+
+struct ioh {
+	struct vio *io;
+	struct vrt *rt;
+	unsigned workers;
+};
+
+/* The backend this program tests: -DIOH_BACKEND at build time, else
+ * $VOLTD_IO_BACKEND (auto|uring|libev), else auto. */
+enum vio_backend ioh_backend(void);
+const char *ioh_backend_label(enum vio_backend b);
+
+/* Start runtime + driver. `vcfg` / `rcfg` may be NULL (defaults; backend
+ * from ioh_backend()). Exits 77 when the uring backend was asked for and
+ * io_uring is unavailable, 99 on other set-up errors. If
+ * $VOLTD_IO_EXPECT_BACKEND is set, exits 1 unless the chosen backend has
+ * that name. */
+void ioh_start(struct ioh *h, unsigned workers, const struct vio_config *vcfg,
+	       const struct vrt_config *rcfg);
+/* Drain-shutdown the runtime, free both. */
+void ioh_stop(struct ioh *h);
+
+/* Fail (exit 1, after printing `what`) if the test is not done in
+ * `seconds`. 0 disarms. */
+void ioh_watchdog(unsigned seconds, const char *what);
+
+/* Stress scale from $VOLTD_STRESS_SCALE (default 1); sizes are divided by
+ * 4 under ThreadSanitizer. */
+unsigned ioh_scale(void);
+bool ioh_under_tsan(void);
+
+/* A heap task around a poll function. `fini` (may be NULL) runs in drop
+ * before the memory is freed. */
+struct ioh_task {
+	struct vrt_task t;
+	enum vrt_poll (*fn)(struct ioh_task *self);
+	void (*fini)(struct ioh_task *self);
+};
+/* Allocate `size` (>= sizeof(struct ioh_task)) zeroed bytes as a task. */
+void *ioh_task_new(size_t size, enum vrt_poll (*fn)(struct ioh_task *),
+		   void (*fini)(struct ioh_task *));
+/* Spawn; keeps the handle reference when `keep`, else drops it. */
+void ioh_spawn(struct ioh *h, struct ioh_task *t, bool keep);
+/* Tasks dropped so far (all ioh tasks). */
+uint64_t ioh_drops(void);
+
+/* TCP helpers (blocking). */
+int ioh_listen_local(int *port);
+int ioh_connect(int port);
+/* A connected TCP pair over loopback: a[0] accepted (non-blocking), a[1]
+ * client (blocking). 0 or -errno. */
+int ioh_tcp_pair(int a[2]);
+
+/* ------------------------------------------------------ echo server */
+
+struct ioh_echo {
+	struct ioh *h;
+	struct vio_listener *l;
+	int port;
+	unsigned spin_ns;          /* busy work per message (forces stealing) */
+	bool use_sendv;            /* echo every other message as header+body iovecs */
+	_Atomic uint64_t accepted, closed, resets, errors, bytes;
+	_Atomic int64_t active;
+};
+
+/* Listener on 127.0.0.1 (ephemeral port) + one acceptor task per queue. */
+int ioh_echo_start(struct ioh *h, struct ioh_echo *e);
+/* Close the listener, then wait (up to timeout_ms) for every connection
+ * task to end. Returns 0, or -ETIMEDOUT with connections still active. */
+int ioh_echo_stop(struct ioh_echo *e, unsigned timeout_ms);
+
+/* ------------------------------------------------------ echo client */
+
+struct ioh_client_opts {
+	int port;
+	unsigned conns;            /* connections open at once */
+	unsigned rounds;           /* connections opened one after another, per slot */
+	size_t max_payload;        /* payload sizes 1..max, skewed small */
+	unsigned big_permille;     /* share of payloads of max_payload exactly */
+	unsigned reset_permille;   /* share of connections reset mid-transfer */
+	uint64_t seed;
+};
+
+struct ioh_client_result {
+	uint64_t conns_done, resets, bytes_sent, bytes_echoed;
+	uint64_t mismatches, errors;
+	char first_error[160];
+};
+
+/* Drive the connections with poll(2): every connection sends its payload,
+ * half-closes, reads the echo back to EOF and checks every byte. */
+void ioh_client_run(const struct ioh_client_opts *o, struct ioh_client_result *res);
+
+/* Run `threads` clients in parallel (seed + i each) and sum the results. */
+void ioh_clients(unsigned threads, const struct ioh_client_opts *o,
+		 struct ioh_client_result *sum);
+
+#endif
