@@ -1,0 +1,863 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/conn.c: the connection task, the parse stage of DESIGN.md §5 and
+ * the sending end of the write stage. One task per accepted socket:
+ *   - reads into the parser's buffer (a recv is started only when every
+ *     buffered byte has been parsed, so the buffer never moves under it);
+ *   - turns each request into a job with the next sequence number: the
+ *     ones the server answers itself (/healthz, /readyz, 404, 405, parse
+ *     errors, 408, a shed 503, every 400 a kind decides at once) go straight
+ *     to the output, the others onto `jobs` (wait: stop parsing and reading
+ *     until there is room; shed: 503 with Retry-After);
+ *   - collects responses in sequence order, from its own answers and from
+ *     the reorder slots the writers fill, into one batch per sendv (head and
+ *     body iovecs, never copied), at most max_pipeline requests in flight;
+ *   - keeps one lazily armed timer for the header, body, idle, send and
+ *     linger deadlines, and closes when the exchange is over.
+ *
+ * Threading: everything below `task-private` in struct vsrv_conn belongs to
+ * the task (one poll at a time, any worker). Writers touch only the slots,
+ * `dead` and the task's reference count (see stages.c for the slot
+ * ordering [S1]/[S2]); drop() runs when the last reference is gone, on the
+ * thread that released it.
+ *
+ * Ordering
+ * [S2] task: slot load (acquire) pairs with the writer's [S1] store; the
+ *      slot is then cleared with a relaxed store: only the task (and, after
+ *      the last reference, drop()) reads a filled slot, and a writer only
+ *      stores into the empty slot of its own sequence number.
+ * conn->dead: stored relaxed (advice for exec and writers; see stages.c).
+ */
+#include "config.h"
+#include "server/internal.h"
+#include "base/time.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Input read and thrown away after an error answer, before closing, so
+ * the peer sees the answer rather than a reset. */
+#define LINGER_MS 2000
+#define LINGER_BYTES (1u << 20)
+
+struct vb_ratelimit vsrv__conn_rl = VB_RATELIMIT_INIT(5000, 10);
+
+static uint64_t in_flight(const struct vsrv_conn *c)
+{
+	return c->next_seq - c->sent_seq;
+}
+
+static bool draining(const struct vsrv *srv)
+{
+	/* Relaxed: the drain also wakes every connection, whose next poll
+	 * (ordered after the wake by the runtime) sees the flag. */
+	return atomic_load_explicit(&srv->draining, memory_order_relaxed);
+}
+
+/* Stop at once: nothing more is sent; the socket closes. */
+static void conn_abort(struct vsrv_conn *c, const char *reason)
+{
+	if (!c->aborting) {
+		c->aborting = true;
+		c->close_reason = reason;
+	}
+	c->rd = VSRV_RD_DONE;
+}
+
+/* ---------------------------------------------------------- the batch */
+
+static bool batch_open(const struct vsrv_conn *c)
+{
+	return !c->tx_busy && c->out.n < VSRV_BATCH &&
+	       c->out.niov + 2 <= VB_ARRAY_SIZE(c->out.iov);
+}
+
+/* Account n bytes just written at out.buf + buf_len. */
+static void batch_add_raw(struct vsrv_conn *c, size_t n)
+{
+	struct vsrv_batch *b = &c->out;
+	char *at = b->buf + b->buf_len;
+
+	if (b->niov && (char *)b->iov[b->niov - 1].iov_base + b->iov[b->niov - 1].iov_len == at)
+		b->iov[b->niov - 1].iov_len += n;
+	else
+		b->iov[b->niov++] = (struct iovec){ .iov_base = at, .iov_len = n };
+	b->buf_len += n;
+	b->bytes += n;
+}
+
+static void batch_meta(struct vsrv_conn *c, struct vsrv_job *job, unsigned kind, int status,
+		       int64_t t0, bool close)
+{
+	struct vsrv_batch *b = &c->out;
+
+	b->jobs[b->n] = job;
+	b->kind[b->n] = (uint8_t)kind;
+	b->status[b->n] = (uint16_t)status;
+	b->t0[b->n] = t0;
+	b->n++;
+	b->close_after |= close;
+}
+
+static void batch_add_job(struct vsrv_conn *c, struct vsrv_job *job)
+{
+	struct vsrv_batch *b = &c->out;
+
+	b->iov[b->niov++] = (struct iovec){ .iov_base = job->head, .iov_len = job->head_len };
+	b->bytes += job->head_len;
+	if (job->body_len) {
+		b->iov[b->niov++] = (struct iovec){ .iov_base = (void *)job->body,
+						    .iov_len = job->body_len };
+		b->bytes += job->body_len;
+	}
+	batch_meta(c, job, job->kind, job->status, job->t0, job->close);
+}
+
+static void batch_free_jobs(struct vsrv *srv, struct vsrv_batch *b)
+{
+	for (unsigned i = 0; i < b->n; i++) {
+		if (b->jobs[i])
+			vsrv__job_free(srv, b->jobs[i]);
+		b->jobs[i] = NULL;
+	}
+}
+
+static void batch_reset(struct vsrv_batch *b)
+{
+	b->niov = 0;
+	b->n = 0;
+	b->continues = 0;
+	b->close_after = false;
+	b->bytes = 0;
+	b->buf_len = 0;
+}
+
+/* The batch went out whole. */
+static void batch_done(struct vsrv_conn *c, int64_t now)
+{
+	struct vsrv *srv = c->srv;
+	struct vsrv_batch *b = &c->out;
+
+	for (unsigned i = 0; i < b->n; i++)
+		vsrv__count_response(srv, b->kind[i], b->status[i], b->t0[i], now);
+	batch_free_jobs(srv, b);
+	if (b->continues)
+		VSRV_ADD(srv, continues, b->continues);
+	VSRV_ADD(srv, bytes_out, b->bytes);
+	c->sent_seq += b->n;
+	if (b->n)
+		c->first_done = true;
+	if (b->close_after)
+		c->rd = VSRV_RD_DONE;
+	batch_reset(b);
+	if (in_flight(c) == 0)
+		c->idle_since = now;
+}
+
+/* Move the responses that are next in order from the slots to the batch.
+ * True when a 100 Continue went in (parsing may go on). */
+static bool batch_collect(struct vsrv_conn *c)
+{
+	while (c->collect_seq < c->next_seq && batch_open(c)) {
+		_Atomic(struct vsrv_job *) *slot = &c->slots[c->collect_seq & c->slot_mask];
+		/* [S2] acquire: pairs with [S1] in vsrv__job_deposit. */
+		struct vsrv_job *job = atomic_load_explicit(slot, memory_order_acquire);
+
+		if (!job)
+			break;
+		/* Relaxed: see the Ordering block. */
+		atomic_store_explicit(slot, NULL, memory_order_relaxed);
+		batch_add_job(c, job);
+		c->collect_seq++;
+	}
+	if (c->cont_pending && c->collect_seq == c->next_seq && batch_open(c) &&
+	    VSRV_OBUF - c->out.buf_len >= VHTTP_RESPONSE_100_LEN) {
+		memcpy(c->out.buf + c->out.buf_len, VHTTP_RESPONSE_100, VHTTP_RESPONSE_100_LEN);
+		batch_add_raw(c, VHTTP_RESPONSE_100_LEN);
+		c->out.continues++;
+		c->cont_pending = false;
+		return true;
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------- answers */
+
+/* A head of a text answer without its body (for HEAD requests). */
+static int strip_body(char *buf, int n)
+{
+	char *end = memmem(buf, (size_t)n, "\r\n\r\n", 4);
+
+	return end ? (int)(end + 4 - buf) : n;
+}
+
+/*
+ * Answer request `seq` from the parse stage. With vj (a finished job,
+ * owned: freed here or by the job that carries it) the answer is its
+ * result; without, r's status with a short text body. Straight into the
+ * batch when it is next in order and fits, otherwise through a job in the
+ * request's slot, collected in turn.
+ */
+static void respond(struct vsrv_conn *c, uint64_t seq, struct vhttp_response *r,
+		    struct vjob *vj, unsigned kind, bool head_only, int64_t t0)
+{
+	struct vsrv *srv = c->srv;
+	const struct vjob_result *res = vj ? vjob_result(vj) : NULL;
+	struct vsrv_job *job;
+	int n;
+
+	if (res) {
+		r->status = res->status;
+		r->content_length = res->body_len;
+		r->content_type = res->content_type;
+	}
+	if (seq == c->collect_seq && batch_open(c)) {
+		char *dst = c->out.buf + c->out.buf_len;
+		size_t room = VSRV_OBUF - c->out.buf_len;
+
+		n = res ? vhttp_response_head(r, dst, room) : vhttp_response_text(r, NULL, dst, room);
+		if (n >= 0 && res && !head_only) {
+			if (room - (size_t)n >= res->body_len) {
+				memcpy(dst + n, res->body, res->body_len);
+				n += (int)res->body_len;
+			} else {
+				n = -ENOSPC;
+			}
+		} else if (n >= 0 && head_only && !res) {
+			n = strip_body(dst, n);
+		}
+		if (n >= 0) {
+			batch_add_raw(c, (size_t)n);
+			batch_meta(c, NULL, kind, r->status, t0, r->close);
+			c->collect_seq++;
+			vjob_free(vj);
+			return;
+		}
+	}
+	/* A job the slot owns: no connection reference (we are the task). */
+	job = malloc(sizeof(*job));
+	if (!job) {
+		vjob_free(vj);
+		conn_abort(c, "out of memory for a response");
+		return;
+	}
+	memset(job, 0, offsetof(struct vsrv_job, head));
+	job->vj = vj;
+	job->seq = seq;
+	job->t0 = t0;
+	job->kind = (uint8_t)kind;
+	job->status = r->status;
+	job->close = r->close;
+	if (res) {
+		n = vhttp_response_head(r, job->head, sizeof(job->head));
+		if (!head_only) {
+			job->body = res->body;
+			job->body_len = res->body_len;
+		}
+	} else {
+		n = vhttp_response_text(r, NULL, job->head, sizeof(job->head));
+		if (n >= 0 && head_only)
+			n = strip_body(job->head, n);
+	}
+	VB_BUG_ON(n < 0); /* our own heads always fit VHTTP_HEAD_MAX */
+	job->head_len = (uint16_t)n;
+	vsrv__job_stage(srv, job, VSRV_J_SEND);
+	atomic_store_explicit(&c->slots[seq & c->slot_mask], job, memory_order_relaxed);
+}
+
+/* An answer with status only (errors, 408, 404, shed). */
+static void respond_status(struct vsrv_conn *c, uint64_t seq, int status, uint8_t version_minor,
+			   bool close, unsigned kind, bool head_only, const char *allow,
+			   int64_t t0)
+{
+	struct vhttp_response r;
+
+	vhttp_response_init(&r, status);
+	r.version_minor = version_minor;
+	r.close = close || draining(c->srv);
+	r.allow = allow;
+	if (status == 503 && c->srv->cfg.retry_after_s)
+		r.retry_after_s = (int)c->srv->cfg.retry_after_s;
+	respond(c, seq, &r, NULL, kind, head_only, t0);
+}
+
+/* ------------------------------------------------------------- parsing */
+
+static bool ready_for_jobs(struct vsrv *srv)
+{
+	return !draining(srv) && vch_len(srv->jobs) < srv->ready_limit;
+}
+
+/* Put a job on `jobs`. False when it must wait (c->pending set). */
+static void dispatch(struct vsrv_conn *c, struct vsrv_job *job, uint8_t version_minor)
+{
+	struct vsrv *srv = c->srv;
+	enum vch_status st;
+
+	vsrv__job_stage(srv, job, VSRV_J_PARSE);
+	if (srv->cfg.on_full == VSRV_ON_FULL_WAIT) {
+		st = vch_send_poll(srv->jobs, &c->jw, vch_val(job));
+		if (st == VCH_OK) {
+			vsrv__job_stage(srv, job, VSRV_J_EXEC);
+			return;
+		}
+		if (st == VCH_PENDING || st == VCH_YIELD) {
+			c->pending = job; /* parsing and reading stop until it is sent */
+			return;
+		}
+	} else {
+		st = vch_try_send(srv->jobs, vch_val(job));
+		if (st == VCH_OK) {
+			vsrv__job_stage(srv, job, VSRV_J_EXEC);
+			return;
+		}
+		VSRV_INC(srv, shed);
+	}
+	/* Full in shed mode, or closed (shutting down): 503 at once. */
+	uint64_t seq = job->seq;
+	unsigned kind = job->kind;
+	bool head_only = job->head_only, close = !job->keep_alive;
+	int64_t t0 = job->t0;
+	vsrv__job_free(srv, job);
+	respond_status(c, seq, 503, version_minor, close, kind, head_only, NULL, t0);
+}
+
+static void on_request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
+{
+	struct vsrv *srv = c->srv;
+	const struct vjob_kind *kind = NULL;
+	uint64_t seq = c->next_seq++;
+	bool head_only = req->method == VHTTP_M_HEAD;
+	bool close = !req->keep_alive;
+	struct vjob *vj = NULL;
+	struct vsrv_job *job;
+	unsigned kidx;
+	int rc;
+
+	VSRV_INC(srv, requests);
+	switch (vjob_route(req->path, req->path_len, req->method_name, &kind)) {
+	case VJOB_ROUTE_NOT_FOUND:
+		respond_status(c, seq, 404, req->version_minor, close, srv->kind_other, head_only,
+			       NULL, now);
+		goto out;
+	case VJOB_ROUTE_BAD_METHOD:
+		respond_status(c, seq, 405, req->version_minor, close,
+			       (unsigned)vjob_kind_index(kind), head_only, kind->allow, now);
+		goto out;
+	case VJOB_ROUTE_OK:
+		break;
+	}
+	kidx = (unsigned)vjob_kind_index(kind);
+	struct vjob_input in = {
+		.query = req->query,
+		.query_len = req->query_len,
+		.ready = ready_for_jobs(srv),
+	};
+	in.body = vhttp_request_take_body(req, &in.body_len);
+	rc = vjob_new(kind, &srv->jcfg, &in, &vj);
+	if (rc < 0) {
+		respond_status(c, seq, 503, req->version_minor, close, kidx, head_only, NULL, now);
+		goto out;
+	}
+	if (vjob_done(vj)) {
+		struct vhttp_response r;
+
+		vhttp_response_init(&r, 200);
+		r.version_minor = req->version_minor;
+		r.close = close || draining(srv);
+		respond(c, seq, &r, vj, kidx, head_only, now);
+		goto out;
+	}
+	job = vsrv__job_new(c);
+	if (!job) {
+		vjob_free(vj);
+		respond_status(c, seq, 503, req->version_minor, close, kidx, head_only, NULL, now);
+		goto out;
+	}
+	job->vj = vj;
+	job->seq = seq;
+	job->t0 = now;
+	job->kind = (uint8_t)kidx;
+	job->version_minor = req->version_minor;
+	job->keep_alive = req->keep_alive;
+	job->head_only = head_only;
+	dispatch(c, job, req->version_minor);
+out:
+	vhttp_request_free(req);
+}
+
+static bool can_parse(const struct vsrv_conn *c)
+{
+	return !c->rx_busy && !c->parsed_all && c->rd == VSRV_RD_OPEN && !c->pending &&
+	       !c->cont_pending && in_flight(c) < c->srv->cfg.max_pipeline &&
+	       !draining(c->srv);
+}
+
+static void note_phase(struct vsrv_conn *c, int64_t now)
+{
+	enum vhttp_phase ph = vhttp_parser_phase(c->parser);
+
+	if (ph != c->phase) {
+		c->phase = ph;
+		c->phase_since = now;
+	}
+}
+
+static bool conn_parse(struct vsrv_conn *c, int64_t now)
+{
+	struct vsrv *srv = c->srv;
+	bool progress = false;
+
+	while (can_parse(c)) {
+		struct vhttp_request *req;
+		const char *reason;
+		int status;
+
+		progress = true;
+		switch (vhttp_parser_next(c->parser, &req)) {
+		case VHTTP_EV_MORE:
+			c->parsed_all = true;
+			note_phase(c, now);
+			break;
+		case VHTTP_EV_REQUEST:
+			on_request(c, req, now);
+			break;
+		case VHTTP_EV_CONTINUE:
+			c->cont_pending = true;
+			break;
+		case VHTTP_EV_ERROR:
+			status = vhttp_parser_error(c->parser, &reason);
+			VSRV_INC(srv, requests);
+			vb_log_rl(&vsrv__conn_rl, LOG_INFO, "connection fd %d: %d: %s", c->io.fd,
+				  status, reason ? reason : "bad request");
+			respond_status(c, c->next_seq++, status, 1, true, srv->kind_other, false,
+				       NULL, now);
+			c->rd = VSRV_RD_DONE;
+			c->linger = true;
+			break;
+		case VHTTP_EV_CLOSED:
+			c->rd = VSRV_RD_DONE;
+			break;
+		}
+	}
+	return progress;
+}
+
+/* ----------------------------------------------------------- deadlines */
+
+static int64_t ms(unsigned v)
+{
+	return (int64_t)v * VB_NS_PER_MS;
+}
+
+/* The read deadline while waiting for input (0: none). */
+static int64_t read_deadline(const struct vsrv_conn *c)
+{
+	const struct vsrv_config *cfg = &c->srv->cfg;
+
+	if (c->lingering)
+		return c->linger_until;
+	if (!c->rx_busy || c->rd != VSRV_RD_OPEN || c->eof)
+		return 0;
+	switch (c->phase) {
+	case VHTTP_PHASE_HEAD:
+		return c->phase_since + ms(cfg->header_timeout_ms);
+	case VHTTP_PHASE_BODY:
+		return c->phase_since + ms(cfg->body_timeout_ms);
+	case VHTTP_PHASE_IDLE:
+		if (in_flight(c) || c->pending)
+			return 0; /* the client waits for us */
+		/* Before the first answer the header timeout bounds the wait. */
+		return c->idle_since + ms(c->first_done ? cfg->idle_timeout_ms : cfg->header_timeout_ms);
+	default:
+		return 0;
+	}
+}
+
+static int64_t send_deadline(const struct vsrv_conn *c)
+{
+	return c->tx_busy ? c->tx_since + ms(c->srv->cfg.idle_timeout_ms) : 0;
+}
+
+static int64_t dl_min(int64_t a, int64_t b)
+{
+	return !a ? b : !b ? a : a < b ? a : b;
+}
+
+/* Act on passed deadlines; true when something changed. */
+static bool conn_timeouts(struct vsrv_conn *c, int64_t now)
+{
+	struct vsrv *srv = c->srv;
+	int64_t rd = read_deadline(c), sd = send_deadline(c);
+
+	if (sd && now >= sd) {
+		VSRV_INC(srv, timeouts_send);
+		conn_abort(c, "send timeout");
+		return true;
+	}
+	if (!rd || now < rd)
+		return false;
+	if (c->lingering) {
+		c->lingering = false;
+		c->linger = false;
+		conn_abort(c, NULL); /* answered already: nothing to drop */
+		return true;
+	}
+	switch (c->phase) {
+	case VHTTP_PHASE_HEAD:
+	case VHTTP_PHASE_BODY:
+		if (c->phase == VHTTP_PHASE_HEAD)
+			VSRV_INC(srv, timeouts_header);
+		else
+			VSRV_INC(srv, timeouts_body);
+		VSRV_INC(srv, requests);
+		respond_status(c, c->next_seq++, 408, 1, true, srv->kind_other, false, NULL, now);
+		break;
+	default:
+		VSRV_INC(srv, timeouts_idle);
+		break;
+	}
+	c->rd = VSRV_RD_DONE;
+	return true;
+}
+
+/* Arm the timer for the earliest deadline. Lazily: an earlier armed time
+ * is kept (its wakeup finds nothing due and re-arms), so a busy keep-alive
+ * connection does not touch the timer heap on every request. */
+static void conn_arm(struct vsrv_conn *c, int64_t now)
+{
+	int64_t want = dl_min(read_deadline(c), send_deadline(c));
+
+	if (!want)
+		return;
+	if (c->tmr_at && c->tmr_at > now && c->tmr_at <= want)
+		return;
+	if (vio_timer_arm(&c->tmr, want) == 0)
+		c->tmr_at = want;
+}
+
+/* ------------------------------------------------------------- closing */
+
+/* Stop taking part: release what waits on others. The socket's ops may
+ * still be in flight (vio_conn_close / abandon follow). */
+static void conn_release(struct vsrv_conn *c)
+{
+	struct vsrv *srv = c->srv;
+
+	/* Relaxed: advice, see the Ordering block. */
+	atomic_store_explicit(&c->dead, true, memory_order_relaxed);
+	vio_timer_disarm(&c->tmr);
+	c->tmr_at = 0;
+	if (c->pending) {
+		vch_waiter_cancel(&c->jw);
+		vsrv__job_free(srv, c->pending);
+		c->pending = NULL;
+	}
+	for (uint64_t s = c->collect_seq; s < c->next_seq; s++) {
+		/* [S2] acquire: pairs with [S1]. */
+		struct vsrv_job *job = atomic_exchange_explicit(&c->slots[s & c->slot_mask], NULL,
+								memory_order_acquire);
+		if (job) {
+			VSRV_INC(srv, results_dropped);
+			vsrv__job_free(srv, job);
+		}
+	}
+}
+
+/* The task ends: counters, registry, acceptors. */
+static void conn_finish(struct vsrv_conn *c)
+{
+	struct vsrv *srv = c->srv;
+	uint64_t dropped = in_flight(c);
+
+	if (dropped) {
+		VSRV_ADD(srv, requests_dropped, dropped);
+		vb_log_rl(&vsrv__conn_rl, LOG_NOTICE,
+			  "connection closed with %llu request(s) unanswered: %s",
+			  (unsigned long long)dropped, c->close_reason ? c->close_reason : "closed");
+	}
+	VSRV_INC(srv, conns_closed);
+	vsrv__reg_del(srv, c);
+	vsrv__conn_closed(srv);
+}
+
+/* Everything answered and nothing more to read: time to close. */
+static bool conn_over(const struct vsrv_conn *c)
+{
+	bool quiet = !c->pending && !c->tx_busy && c->out.niov == 0 && in_flight(c) == 0;
+
+	if (c->aborting)
+		return true;
+	if (!quiet || c->lingering)
+		return false;
+	return c->rd == VSRV_RD_DONE || draining(c->srv) || (c->eof && c->parsed_all);
+}
+
+/* ------------------------------------------------------------ the task */
+
+/* Receive into the parser (or, lingering, into the spare batch buffer). */
+static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
+{
+	struct vsrv *srv = c->srv;
+	ssize_t n;
+	enum vrt_poll p;
+
+	if (!c->rx_busy) {
+		if (c->lingering) {
+			c->rbuf = c->out.buf;
+			c->rroom = sizeof(c->out.buf);
+		} else {
+			c->rbuf = vhttp_parser_rbuf(c->parser, &c->rroom);
+			VB_BUG_ON(c->rroom == 0); /* everything was parsed */
+		}
+	}
+	p = vio_conn_recv(&c->io, c->rbuf, c->rroom, &n);
+	if (p == VRT_PENDING) {
+		c->rx_busy = true;
+		return p;
+	}
+	if (p == VRT_YIELD)
+		return p;
+	c->rx_busy = false;
+	*progress = true;
+	if (c->lingering) {
+		c->linger_bytes += n > 0 ? (size_t)n : 0;
+		if (n <= 0 || c->linger_bytes > LINGER_BYTES) {
+			c->lingering = false;
+			c->linger = false;
+			conn_abort(c, NULL);
+		}
+		return VRT_READY;
+	}
+	if (n > 0) {
+		VSRV_ADD(srv, bytes_in, n);
+		if (c->rd == VSRV_RD_OPEN) {
+			vhttp_parser_commit(c->parser, (size_t)n);
+			c->parsed_all = false;
+		}
+	} else if (n == 0) {
+		c->eof = true;
+		if (vhttp_parser_phase(c->parser) != VHTTP_PHASE_IDLE &&
+		    vhttp_parser_phase(c->parser) != VHTTP_PHASE_DONE) {
+			/* Gone in the middle of a request: nobody to answer. */
+			VSRV_INC(srv, client_resets);
+			c->close_reason = "peer closed mid-request";
+			c->rd = VSRV_RD_DONE;
+		}
+	} else {
+		VSRV_INC(srv, client_resets);
+		conn_abort(c, n == -ECONNRESET ? "reset by peer" : "receive error");
+	}
+	return VRT_READY;
+}
+
+static enum vrt_poll conn_send(struct vsrv_conn *c, int64_t now, bool *progress)
+{
+	ssize_t res;
+	enum vrt_poll p;
+
+	if (!c->tx_busy)
+		c->tx_since = now;
+	p = vio_conn_sendv(&c->io, c->out.iov, c->out.niov, &res);
+	if (p == VRT_PENDING) {
+		c->tx_busy = true;
+		return p;
+	}
+	if (p == VRT_YIELD)
+		return p;
+	c->tx_busy = false;
+	*progress = true;
+	if (res < 0) {
+		VSRV_INC(c->srv, client_resets);
+		conn_abort(c, res == -EPIPE || res == -ECONNRESET ? "reset by peer while sending"
+								 : "send error");
+		return VRT_READY;
+	}
+	batch_done(c, now);
+	return VRT_READY;
+}
+
+static bool may_read(const struct vsrv_conn *c)
+{
+	if (c->lingering)
+		return true;
+	return c->rd == VSRV_RD_OPEN && !c->eof && c->parsed_all && !c->pending &&
+	       !c->cont_pending && !c->aborting && !draining(c->srv);
+}
+
+static enum vrt_poll conn_close_step(struct vsrv_conn *c)
+{
+	int res;
+	enum vrt_poll p = vio_conn_close(&c->io, &res);
+
+	if (p != VRT_READY)
+		return p;
+	/* No operation is in flight any more: the batch may go. */
+	batch_free_jobs(c->srv, &c->out);
+	batch_reset(&c->out);
+	conn_finish(c);
+	return VRT_READY;
+}
+
+static enum vrt_poll conn_poll(struct vrt_task *t)
+{
+	struct vsrv_conn *c = vb_container_of(t, struct vsrv_conn, task);
+	int64_t now = vb_now_ns();
+	enum vrt_poll p;
+
+	if (c->closing)
+		return conn_close_step(c);
+	if (vrt_task_is_cancelled(t)) {
+		/* Cut at shutdown: stop without waiting for the kernel; the
+		 * batch stays until drop(), when no operation can touch it. */
+		conn_abort(c, "cut at shutdown");
+		conn_release(c);
+		vio_conn_abandon(&c->io);
+		conn_finish(c);
+		return VRT_READY;
+	}
+	for (;;) {
+		bool progress = false;
+
+		if (c->tx_busy) {
+			p = conn_send(c, now, &progress);
+			if (p == VRT_YIELD)
+				return p;
+		}
+		if (c->pending) {
+			struct vsrv_job *job = c->pending;
+			enum vch_status st = vch_send_poll(c->srv->jobs, &c->jw, vch_val(job));
+
+			if (st == VCH_YIELD)
+				return VRT_YIELD;
+			if (st != VCH_PENDING) {
+				c->pending = NULL;
+				progress = true;
+				if (st == VCH_OK) {
+					vsrv__job_stage(c->srv, job, VSRV_J_EXEC);
+				} else { /* closed: shutting down */
+					uint64_t seq = job->seq;
+					bool close = !job->keep_alive, head_only = job->head_only;
+					unsigned kind = job->kind;
+					uint8_t vm = job->version_minor;
+					int64_t t0 = job->t0;
+					vsrv__job_free(c->srv, job);
+					respond_status(c, seq, 503, vm, close, kind, head_only, NULL, t0);
+				}
+			}
+		}
+		if (c->rx_busy && !c->aborting) {
+			p = conn_recv(c, &progress);
+			if (p == VRT_YIELD)
+				return p;
+		}
+		if (!c->aborting && conn_parse(c, now))
+			progress = true;
+		if (!c->tx_busy && !c->aborting) {
+			if (batch_collect(c))
+				progress = true;
+			if (c->out.niov) {
+				p = conn_send(c, now, &progress);
+				if (p == VRT_YIELD)
+					return p;
+			}
+		}
+		if (conn_over(c)) {
+			if (c->linger && !c->aborting && !c->eof) {
+				/* An error answer is out: drain what the client
+				 * still sends so it reads the answer, not a reset. */
+				c->lingering = true;
+				c->linger_until = now + ms(LINGER_MS);
+				vio_conn_shutdown_write(&c->io);
+				c->linger = false;
+				continue;
+			}
+			conn_release(c);
+			c->closing = true;
+			return conn_close_step(c);
+		}
+		if (!c->rx_busy && may_read(c)) {
+			p = conn_recv(c, &progress);
+			if (p == VRT_YIELD)
+				return p;
+		}
+		if (progress)
+			continue;
+		if (conn_timeouts(c, now))
+			continue;
+		break;
+	}
+	conn_arm(c, now);
+	return VRT_PENDING;
+}
+
+static void conn_drop(struct vrt_task *t)
+{
+	struct vsrv_conn *c = vb_container_of(t, struct vsrv_conn, task);
+	struct vsrv *srv = c->srv;
+
+	/* Jobs writers deposited after the task ended. */
+	for (uint32_t i = 0; i <= c->slot_mask; i++) {
+		/* Relaxed: the runtime's last-reference release/acquire orders
+		 * every writer's [S1] before this. */
+		struct vsrv_job *job = atomic_load_explicit(&c->slots[i], memory_order_relaxed);
+		if (job) {
+			VSRV_INC(srv, results_dropped);
+			vsrv__job_free(srv, job);
+		}
+	}
+	batch_free_jobs(srv, &c->out);
+	vhttp_parser_free(c->parser);
+	free(c->slots);
+	free(c);
+	/* Relaxed: vsrv_stop polls it; the memory above is already free. */
+	atomic_fetch_sub_explicit(&srv->conns_alive, 1, memory_order_relaxed);
+}
+
+const struct vrt_task_vtable vsrv__conn_vt = { .poll = conn_poll, .drop = conn_drop };
+
+int vsrv__conn_new(struct vsrv *srv, int fd, struct vsrv_conn **out)
+{
+	struct vsrv_conn *c;
+	uint32_t nslots = 1;
+	int rc;
+
+	while (nslots < srv->cfg.max_pipeline)
+		nslots <<= 1;
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	c->slots = calloc(nslots, sizeof(*c->slots));
+	if (!c->slots) {
+		rc = -ENOMEM;
+		goto free_conn;
+	}
+	rc = vhttp_parser_new(&srv->limits, &c->parser);
+	if (rc < 0)
+		goto free_slots;
+	c->slot_mask = nslots - 1;
+	c->srv = srv;
+	vrt_task_init(&c->task, &vsrv__conn_vt);
+	vio_conn_init(&c->io, fd);
+	vch_waiter_init(&c->jw);
+	vio_timer_init(&c->tmr);
+	atomic_init(&c->dead, false);
+	c->phase = VHTTP_PHASE_IDLE;
+	c->phase_since = c->idle_since = vb_now_ns();
+	/* Relaxed: a count for vsrv_stop; see conn_drop. */
+	atomic_fetch_add_explicit(&srv->conns_alive, 1, memory_order_relaxed);
+	*out = c;
+	return 0;
+
+free_slots:
+	free(c->slots);
+free_conn:
+	free(c);
+fail:
+	close(fd);
+	return rc;
+}

@@ -1,0 +1,291 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/internal.h: what the files of src/server share: the server, the
+ * connection (its task does parse and send), the job as it travels through
+ * the stages, the per-worker counters. Private to src/server.
+ *
+ * Lifetimes (the reason for most of this file):
+ * - A connection is a runtime task; its reference count is the task's.
+ *   The runtime holds one while the task lives; every job in flight (from
+ *   the parse stage through the channels, exec and the writer) holds one.
+ *   The writer gives the job's reference up when it deposits the job in the
+ *   connection's reorder slot: from then on the slot owns the job and the
+ *   connection frees it (sent, swept at close, or swept by drop()).
+ *   drop() (last reference) frees the parser, the slots and what is left
+ *   in them, and the memory.
+ * - Acceptor, exec and writer tasks are owned by the server, which keeps
+ *   their handle reference until vsrv_free.
+ * - The server outlives all of them: vsrv_free runs after the runtime has
+ *   shut down and every connection has been dropped.
+ */
+#ifndef VOLTD_SERVER_INTERNAL_H
+#define VOLTD_SERVER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "base/compiler.h"
+#include "base/histogram.h"
+#include "base/log.h"
+#include "chan/chan.h"
+#include "http/parser.h"
+#include "http/response.h"
+#include "io/io.h"
+#include "jobs/job.h"
+#include "rt/rt.h"
+#include "server/server.h"
+
+/* ------------------------------------------------------------ counters */
+
+#define VSRV_COUNTERS(X) \
+	X(conns_accepted) X(conns_closed) X(conns_refused) X(accept_pauses) \
+	X(requests) X(resp_1xx) X(resp_2xx) X(resp_3xx) X(resp_4xx) X(resp_5xx) \
+	X(continues) X(requests_dropped) X(results_dropped) X(shed) \
+	X(timeouts_header) X(timeouts_body) X(timeouts_idle) X(timeouts_send) \
+	X(client_resets) X(bytes_in) X(bytes_out) \
+	X(stage_parse) X(stage_exec) X(stage_write) X(stage_send)
+
+enum vsrv_counter {
+#define VSRV_C_ENUM(name) VSRV_C_##name,
+	VSRV_COUNTERS(VSRV_C_ENUM)
+#undef VSRV_C_ENUM
+	VSRV_C_COUNT
+};
+
+/*
+ * One block per worker (+1 for other threads), each on its own cache lines.
+ * Any thread may add to any block (relaxed fetch_add): in practice a worker
+ * adds to its own, so the lines stay local. The stage_* gauges go up and
+ * down on different workers; only their sum over blocks means anything.
+ */
+struct vsrv_wstats {
+	_Atomic uint64_t c[VSRV_C_COUNT];
+	/* per kind (index vjob_kind_index, last = "other"): latency */
+	struct vb_hist *lat; /* [n_kinds], written by this block's worker only */
+} vb_cacheline_aligned;
+
+/* ---------------------------------------------------------------- job */
+
+enum vsrv_jstage { VSRV_J_NONE, VSRV_J_PARSE, VSRV_J_EXEC, VSRV_J_WRITE, VSRV_J_SEND };
+
+struct vsrv_conn;
+
+/*
+ * A request on its way: created by the parse stage, stepped by an exec task,
+ * encoded by a writer, sent by the connection. One thread at a time (the
+ * channels order the hand-overs).
+ */
+struct vsrv_job {
+	struct vsrv_conn *conn;   /* task reference held until deposited */
+	struct vjob *vj;          /* NULL for an answer made by the server itself */
+	struct vsrv_job *next;    /* exec run queue */
+	uint64_t seq;             /* per-connection request number */
+	int64_t t0;               /* parse time (vb_now_ns) */
+	struct vio_timer timer;   /* exec: wait of a sleeping job */
+	uint8_t kind;             /* statistics index */
+	uint8_t stage;            /* enum vsrv_jstage, for the gauges */
+	uint8_t version_minor;
+	bool keep_alive;
+	bool head_only;           /* HEAD: no body bytes */
+	bool close;               /* encoded with Connection: close */
+	uint16_t head_len;
+	int status;
+	const uint8_t *body;      /* bytes after the head (vj's result) */
+	size_t body_len;
+	char head[VHTTP_HEAD_MAX];
+};
+
+/* ---------------------------------------------------------- connection */
+
+/* A send batch: consecutive responses in request order, one sendv. */
+#define VSRV_BATCH 16
+#define VSRV_OBUF 2048
+
+struct vsrv_batch {
+	struct iovec iov[2 * VSRV_BATCH + 2];
+	unsigned niov;
+	unsigned n;                       /* responses in the batch */
+	struct vsrv_job *jobs[VSRV_BATCH];/* NULL: copied into buf */
+	uint8_t kind[VSRV_BATCH];
+	uint16_t status[VSRV_BATCH];
+	int64_t t0[VSRV_BATCH];
+	unsigned continues;               /* 100 Continue lines in buf */
+	bool close_after;                 /* a response in it says close */
+	size_t bytes;
+	size_t buf_len;
+	char buf[VSRV_OBUF];
+};
+
+enum vsrv_rd {
+	VSRV_RD_OPEN = 0,  /* reading requests */
+	VSRV_RD_DONE,      /* no more requests (close, error, EOF, drain) */
+};
+
+struct vsrv_conn {
+	struct vrt_task task;          /* refs: runtime + jobs in flight */
+	struct vio_conn io;            /* task-private */
+	struct vsrv *srv;
+	struct vhttp_parser *parser;   /* task-private; freed by drop */
+
+	/* registry (srv->reg_mu) */
+	struct vsrv_conn *reg_prev, *reg_next;
+	bool registered;
+
+	/* Set once by the task when it stops; writers and exec tasks read it
+	 * to skip work for a connection that is gone. */
+	_Atomic bool dead;
+
+	/* Reorder slots: slot[seq & slot_mask]. A writer (any thread) stores
+	 * a finished job; the task exchanges it out. */
+	_Atomic(struct vsrv_job *) *slots;
+	uint32_t slot_mask;
+
+	/* task-private from here */
+	uint64_t next_seq;     /* number of the next request parsed */
+	uint64_t collect_seq;  /* next response to put in the batch */
+	uint64_t sent_seq;     /* responses fully sent */
+	struct vsrv_job *pending;      /* waiting for room in `jobs` */
+	struct vch_waiter jw;
+	enum vsrv_rd rd;
+	bool rx_busy;          /* a recv is under way (into the parser's buffer) */
+	bool tx_busy;          /* the batch is being sent */
+	bool parsed_all;       /* the parser said MORE since the last read */
+	bool cont_pending;     /* owe a 100 Continue before parsing on */
+	bool eof;              /* the peer closed its side */
+	bool linger;           /* drain input for a while before closing */
+	bool lingering;
+	bool closing;          /* vio_conn_close under way */
+	bool aborting;         /* stop now: send nothing more */
+	bool first_done;       /* a request was answered already */
+	enum vhttp_phase phase;
+	int64_t phase_since;   /* when phase last changed */
+	int64_t idle_since;    /* nothing in flight, nothing buffered, since */
+	int64_t tx_since;      /* the batch send started */
+	int64_t linger_until;
+	size_t linger_bytes;
+	void *rbuf;            /* where the recv under way writes */
+	size_t rroom;
+	int64_t tmr_at;        /* what tmr is armed for (0: not armed) */
+	struct vio_timer tmr;  /* header/body/idle/send deadlines, lazily armed */
+	const char *close_reason; /* for the log, when requests are dropped */
+	struct vsrv_batch out;
+};
+
+/* ----------------------------------------------------------- the server */
+
+struct vsrv_acceptor {
+	struct vrt_task task;
+	struct vsrv *srv;
+	struct vio_listener *l;
+	unsigned idx;
+	_Atomic bool paused;   /* waiting for max_connections to allow more */
+	bool spawned;
+};
+
+struct vsrv_exec {
+	struct vrt_task task;
+	struct vsrv *srv;
+	struct vch_waiter rw, sw;
+	struct vsrv_job *runq, *runq_tail;   /* ready to step */
+	struct vsrv_job **sleepers;          /* [VSRV_SLEEPERS] */
+	unsigned nsleep;
+	struct vsrv_job *out;                /* finished, waiting for `replies` */
+	bool recv_closed;
+	bool rw_waiting;                     /* rw registered on `jobs` */
+	bool spawned;
+};
+
+/* Jobs one exec task keeps waiting on timers at once. */
+#define VSRV_SLEEPERS 64
+
+struct vsrv_writer {
+	struct vrt_task task;
+	struct vsrv *srv;
+	struct vch_waiter rw;
+	bool spawned;
+};
+
+struct vsrv {
+	struct vsrv_config cfg;
+	struct vrt *rt;
+	struct vio *io;
+	struct vhttp_limits limits;
+	struct vjob_config jcfg;
+	unsigned nworkers;
+	unsigned n_kinds;          /* vjob kinds + 1 ("other") */
+	unsigned kind_other;
+
+	struct vio_listener *listeners[VSRV_MAX_LISTEN];
+	unsigned n_listeners;
+	struct vch *jobs, *replies;
+	size_t ready_limit;        /* /readyz: not ready at or above this jobs length */
+
+	struct vsrv_acceptor **acc;
+	unsigned n_acc;
+	struct vsrv_exec **exec;
+	struct vsrv_writer **wr;
+	bool started, stopped;
+
+	/* connections: registry for drain */
+	pthread_mutex_t reg_mu;
+	struct vsrv_conn *reg_head;
+	size_t reg_n;
+
+	/* Ordering: see server.c */
+	vb_cacheline_aligned _Atomic uint64_t conns_open;
+	_Atomic uint64_t conns_alive;  /* until drop() */
+	vb_cacheline_aligned _Atomic uint32_t paused_n;
+	_Atomic bool draining;
+
+	struct vsrv_wstats *ws;    /* [nworkers + 1] */
+};
+
+/* --------------------------------------------------------- cross-file */
+
+static inline struct vsrv_wstats *vsrv__ws(struct vsrv *srv)
+{
+	int w = vrt_worker_id();
+
+	return &srv->ws[w >= 0 && (unsigned)w < srv->nworkers ? (unsigned)w : srv->nworkers];
+}
+
+/* Relaxed: statistics, read on their own by the snapshot. */
+#define VSRV_ADD(srv, name, v) \
+	atomic_fetch_add_explicit(&vsrv__ws(srv)->c[VSRV_C_##name], (uint64_t)(v), \
+				  memory_order_relaxed)
+#define VSRV_INC(srv, name) VSRV_ADD(srv, name, 1)
+
+/* Move a job's gauge from its stage to `to` (VSRV_J_NONE: leaves). */
+void vsrv__job_stage(struct vsrv *srv, struct vsrv_job *job, enum vsrv_jstage to);
+/* Allocate a job for conn (takes a connection reference). NULL on ENOMEM. */
+struct vsrv_job *vsrv__job_new(struct vsrv_conn *c);
+/* Free a job: its vjob, its gauge, its connection reference (if held). */
+void vsrv__job_free(struct vsrv *srv, struct vsrv_job *job);
+/* Encode job's head from its result (writer, or parse stage). */
+void vsrv__job_encode(struct vsrv *srv, struct vsrv_job *job);
+/* Hand a finished, encoded job to its connection (writer): the slot takes
+ * it and the job's connection reference is released. */
+void vsrv__job_deposit(struct vsrv *srv, struct vsrv_job *job);
+/* Record a sent response (class counter, kind count and latency). */
+void vsrv__count_response(struct vsrv *srv, unsigned kind, int status, int64_t t0, int64_t now);
+
+/* conn.c */
+extern const struct vrt_task_vtable vsrv__conn_vt;
+/* Create the connection for an accepted fd (closes fd on failure). */
+int vsrv__conn_new(struct vsrv *srv, int fd, struct vsrv_conn **out);
+/* A connection ended: open count, acceptors. */
+void vsrv__conn_closed(struct vsrv *srv);
+void vsrv__reg_add(struct vsrv *srv, struct vsrv_conn *c);
+void vsrv__reg_del(struct vsrv *srv, struct vsrv_conn *c);
+
+/* stages.c */
+extern const struct vrt_task_vtable vsrv__exec_vt;
+extern const struct vrt_task_vtable vsrv__writer_vt;
+
+/* Rate-limited log of connection problems. */
+extern struct vb_ratelimit vsrv__conn_rl;
+
+#endif

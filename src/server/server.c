@@ -1,0 +1,694 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/server.c: the server object: configuration, channels, listeners,
+ * the accept tasks (one per listener per worker queue; they pause at
+ * max_connections), the connection registry used by the drain, start, stop,
+ * free, and the statistics.
+ *
+ * Threading: vsrv_new/start/stop/free run on the control thread; accept
+ * tasks on workers; vsrv__conn_closed on whichever worker ends a
+ * connection; the snapshot on any thread.
+ *
+ * Ordering
+ * Shared: srv->conns_open (acceptors add, ending connections subtract),
+ * acceptor->paused and srv->paused_n (an acceptor sets them when it pauses;
+ * an ending connection clears them and wakes it), srv->draining (vsrv_stop
+ * sets it; every task reads it), the registry (under reg_mu).
+ * [A1] acceptor: paused = true, paused_n += 1, then load conns_open; [A2]
+ *      closer: conns_open -= 1, then load paused_n. All four seq_cst: the
+ *      Dekker pattern. Either the closer sees paused_n > 0 (and wakes the
+ *      acceptor), or the acceptor's load sees the decrement (and goes on
+ *      accepting): an acceptor never sleeps while there is room.
+ * srv->draining: relaxed everywhere. vsrv_stop stores it, then wakes every
+ * connection through the registry (a mutex, then vrt_task_wake, which
+ * orders the store before the woken poll); tasks that read a stale value
+ * merely finish one more step before they notice.
+ * srv->conns_alive: relaxed counter; vsrv_stop only polls it for zero and
+ * the tasks' memory is already released when it drops.
+ */
+#include "config.h"
+#include "server/internal.h"
+#include "base/time.h"
+
+#include <errno.h>
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+void vsrv_config_defaults(struct vsrv_config *cfg)
+{
+	struct sockaddr_in *sin = (struct sockaddr_in *)&cfg->listen[0].addr;
+
+	memset(cfg, 0, sizeof(*cfg));
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons(8080);
+	sin->sin_addr.s_addr = htonl(0x7f000001);
+	cfg->listen[0].len = sizeof(*sin);
+	cfg->n_listen = 1;
+	cfg->backlog = 1024;
+	cfg->max_connections = 10000;
+	cfg->header_timeout_ms = 10000;
+	cfg->body_timeout_ms = 30000;
+	cfg->idle_timeout_ms = 60000;
+	cfg->max_header_bytes = 16384;
+	cfg->max_body_bytes = 1048576;
+	cfg->max_pipeline = 64;
+	cfg->exec_tasks = 8;
+	cfg->write_tasks = 4;
+	cfg->jobs_capacity = 1024;
+	cfg->replies_capacity = 1024;
+	cfg->on_full = VSRV_ON_FULL_WAIT;
+	cfg->retry_after_s = 1;
+	cfg->spin_max_n = 1000000000ull;
+	cfg->sleep_max_ms = 60000;
+	cfg->slice_us = 50;
+	cfg->drain_timeout_ms = 10000;
+}
+
+static int check_config(const struct vsrv_config *c)
+{
+	if ((c->n_listen == 0 && c->n_fds == 0) || c->n_listen > VSRV_MAX_LISTEN)
+		return -EINVAL;
+	if (c->max_connections == 0 || c->max_pipeline == 0 || c->max_pipeline > 1024)
+		return -EINVAL;
+	if (c->header_timeout_ms == 0 || c->body_timeout_ms == 0 || c->idle_timeout_ms == 0)
+		return -EINVAL;
+	if (c->max_header_bytes == 0 || c->exec_tasks == 0 || c->write_tasks == 0)
+		return -EINVAL;
+	if (c->jobs_capacity == 0 || c->replies_capacity == 0 || c->slice_us == 0)
+		return -EINVAL;
+	return 0;
+}
+
+/* ------------------------------------------------------------ registry */
+
+void vsrv__reg_add(struct vsrv *srv, struct vsrv_conn *c)
+{
+	pthread_mutex_lock(&srv->reg_mu);
+	c->reg_prev = NULL;
+	c->reg_next = srv->reg_head;
+	if (srv->reg_head)
+		srv->reg_head->reg_prev = c;
+	srv->reg_head = c;
+	srv->reg_n++;
+	c->registered = true;
+	pthread_mutex_unlock(&srv->reg_mu);
+}
+
+void vsrv__reg_del(struct vsrv *srv, struct vsrv_conn *c)
+{
+	pthread_mutex_lock(&srv->reg_mu);
+	if (c->registered) {
+		if (c->reg_prev)
+			c->reg_prev->reg_next = c->reg_next;
+		else
+			srv->reg_head = c->reg_next;
+		if (c->reg_next)
+			c->reg_next->reg_prev = c->reg_prev;
+		c->registered = false;
+		srv->reg_n--;
+	}
+	pthread_mutex_unlock(&srv->reg_mu);
+}
+
+/*
+ * Wake (or cancel) every registered connection. A connection leaves the
+ * registry in its poll before it completes, so while we hold reg_mu each
+ * one is still alive; we take a reference there and wake outside the lock.
+ */
+static void reg_kick(struct vsrv *srv, bool cancel)
+{
+	struct vsrv_conn **v = NULL;
+	size_t n = 0;
+
+	pthread_mutex_lock(&srv->reg_mu);
+	if (srv->reg_n)
+		v = malloc(srv->reg_n * sizeof(*v));
+	if (v) {
+		for (struct vsrv_conn *c = srv->reg_head; c; c = c->reg_next) {
+			vrt_task_ref(&c->task);
+			v[n++] = c;
+		}
+	}
+	pthread_mutex_unlock(&srv->reg_mu);
+	if (!v && srv->reg_n) {
+		/* No memory for the list: wake under the lock instead (wake
+		 * takes no lock of ours and calls nothing back). */
+		pthread_mutex_lock(&srv->reg_mu);
+		for (struct vsrv_conn *c = srv->reg_head; c; c = c->reg_next) {
+			if (cancel)
+				vrt_task_cancel(&c->task);
+			else
+				vrt_task_wake(&c->task);
+		}
+		pthread_mutex_unlock(&srv->reg_mu);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (cancel)
+			vrt_task_cancel(&v[i]->task);
+		else
+			vrt_task_wake(&v[i]->task);
+		vrt_task_unref(&v[i]->task);
+	}
+	free(v);
+}
+
+/* ----------------------------------------------------------- accepting */
+
+void vsrv__conn_closed(struct vsrv *srv)
+{
+	/* [A2] seq_cst: see the Ordering block. */
+	atomic_fetch_sub_explicit(&srv->conns_open, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&srv->paused_n, memory_order_seq_cst) == 0)
+		return;
+	for (unsigned i = 0; i < srv->n_acc; i++) {
+		struct vsrv_acceptor *a = srv->acc[i];
+
+		/* [A2] seq_cst exchange: one closer wins each paused acceptor. */
+		if (atomic_exchange_explicit(&a->paused, false, memory_order_seq_cst)) {
+			atomic_fetch_sub_explicit(&srv->paused_n, 1, memory_order_seq_cst);
+			vrt_task_wake(&a->task); /* the server holds its handle */
+		}
+	}
+}
+
+/* At max_connections: pause (true) until a connection ends. */
+static bool acc_must_pause(struct vsrv_acceptor *a)
+{
+	struct vsrv *srv = a->srv;
+	uint64_t max = srv->cfg.max_connections;
+
+	/* Relaxed peek: the decision is re-made below with [A1]. */
+	if (atomic_load_explicit(&srv->conns_open, memory_order_relaxed) < max)
+		return false;
+	/* [A1] seq_cst: see the Ordering block. */
+	atomic_store_explicit(&a->paused, true, memory_order_seq_cst);
+	atomic_fetch_add_explicit(&srv->paused_n, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&srv->conns_open, memory_order_seq_cst) >= max) {
+		VSRV_INC(srv, accept_pauses);
+		return true;
+	}
+	/* Room after all; un-pause unless a closer already did. [A1] */
+	if (atomic_exchange_explicit(&a->paused, false, memory_order_seq_cst))
+		atomic_fetch_sub_explicit(&srv->paused_n, 1, memory_order_seq_cst);
+	return false;
+}
+
+static struct vb_ratelimit acc_rl = VB_RATELIMIT_INIT(5000, 5);
+
+static void acc_serve(struct vsrv *srv, int fd)
+{
+	struct vsrv_conn *c;
+	int rc;
+
+	/* seq_cst like [A1]/[A2]: part of the same Dekker counter. */
+	atomic_fetch_add_explicit(&srv->conns_open, 1, memory_order_seq_cst);
+	VSRV_INC(srv, conns_accepted);
+	rc = vsrv__conn_new(srv, fd, &c); /* closes fd on failure */
+	if (rc < 0) {
+		VSRV_INC(srv, conns_refused);
+		vb_log_rl(&acc_rl, LOG_WARNING, "connection refused: %s", strerror(-rc));
+		vsrv__conn_closed(srv);
+		return;
+	}
+	vsrv__reg_add(srv, c);
+	rc = vrt_spawn(srv->rt, &c->task);
+	if (rc < 0) {
+		/* The runtime is stopping: never polled, so close here. */
+		vsrv__reg_del(srv, c);
+		close(c->io.fd);
+		VSRV_INC(srv, conns_refused);
+		vsrv__conn_closed(srv);
+	}
+	vrt_task_unref(&c->task); /* our handle: the runtime keeps its own */
+}
+
+static enum vrt_poll acc_poll(struct vrt_task *t)
+{
+	struct vsrv_acceptor *a = vb_container_of(t, struct vsrv_acceptor, task);
+	struct vsrv *srv = a->srv;
+
+	for (;;) {
+		enum vrt_poll p;
+		int fd;
+
+		if (vrt_task_is_cancelled(t))
+			return VRT_READY;
+		if (acc_must_pause(a))
+			return VRT_PENDING; /* vsrv__conn_closed wakes us */
+		p = vio_accept(a->l, a->idx, &fd);
+		if (p != VRT_READY)
+			return p;
+		if (fd == -ESHUTDOWN)
+			return VRT_READY;
+		if (fd < 0) {
+			vb_log_rl(&acc_rl, LOG_WARNING, "accept: %s", strerror(-fd));
+			return VRT_YIELD;
+		}
+		acc_serve(srv, fd);
+	}
+}
+
+static void acc_drop(struct vrt_task *t)
+{
+	free(vb_container_of(t, struct vsrv_acceptor, task));
+}
+
+static const struct vrt_task_vtable acc_vt = { .poll = acc_poll, .drop = acc_drop };
+
+/* ----------------------------------------------------------- responses */
+
+void vsrv__count_response(struct vsrv *srv, unsigned kind, int status, int64_t t0, int64_t now)
+{
+	struct vsrv_wstats *ws = vsrv__ws(srv);
+	unsigned cls = (unsigned)status / 100;
+	uint64_t lat = now > t0 ? (uint64_t)(now - t0) : 0;
+
+	if (cls < 1 || cls > 5)
+		cls = 5;
+	/* Relaxed: statistics. */
+	atomic_fetch_add_explicit(&ws->c[VSRV_C_resp_1xx + cls - 1], 1, memory_order_relaxed);
+	if (kind >= srv->n_kinds)
+		kind = srv->kind_other;
+	if (ws == &srv->ws[srv->nworkers])
+		vb_hist_record(&ws->lat[kind], lat);        /* shared block: atomic */
+	else
+		vb_hist_record_owner(&ws->lat[kind], lat);  /* this worker's block */
+}
+
+/* ------------------------------------------------------- life and death */
+
+static int make_listeners(struct vsrv *srv)
+{
+	const struct vsrv_config *cfg = &srv->cfg;
+	int rc;
+
+	if (cfg->n_fds) {
+		rc = vio_listener_adopt(srv->io, cfg->fds, cfg->n_fds, &srv->listeners[0]);
+		if (rc < 0)
+			return rc;
+		srv->n_listeners = 1;
+		return 0;
+	}
+	for (unsigned i = 0; i < cfg->n_listen; i++) {
+		rc = vio_listener_new(srv->io, (const struct sockaddr *)&cfg->listen[i].addr,
+				      cfg->listen[i].len, (int)cfg->backlog, &srv->listeners[i]);
+		if (rc < 0)
+			return rc;
+		srv->n_listeners++;
+	}
+	return 0;
+}
+
+static int make_tasks(struct vsrv *srv)
+{
+	const struct vsrv_config *cfg = &srv->cfg;
+	unsigned n_acc = 0;
+
+	for (unsigned i = 0; i < srv->n_listeners; i++)
+		n_acc += vio_listener_count(srv->listeners[i]);
+	srv->acc = calloc(n_acc, sizeof(*srv->acc));
+	srv->exec = calloc(cfg->exec_tasks, sizeof(*srv->exec));
+	srv->wr = calloc(cfg->write_tasks, sizeof(*srv->wr));
+	if (!srv->acc || !srv->exec || !srv->wr)
+		return -ENOMEM;
+	for (unsigned i = 0; i < srv->n_listeners; i++) {
+		for (unsigned q = 0; q < vio_listener_count(srv->listeners[i]); q++) {
+			struct vsrv_acceptor *a = calloc(1, sizeof(*a));
+			if (!a)
+				return -ENOMEM;
+			vrt_task_init(&a->task, &acc_vt);
+			a->srv = srv;
+			a->l = srv->listeners[i];
+			a->idx = q;
+			atomic_init(&a->paused, false);
+			srv->acc[srv->n_acc++] = a;
+		}
+	}
+	for (unsigned i = 0; i < cfg->exec_tasks; i++) {
+		struct vsrv_exec *x = calloc(1, sizeof(*x));
+		if (!x)
+			return -ENOMEM;
+		vrt_task_init(&x->task, &vsrv__exec_vt);
+		srv->exec[i] = x;
+		x->srv = srv;
+		x->sleepers = calloc(VSRV_SLEEPERS, sizeof(*x->sleepers));
+		if (!x->sleepers)
+			return -ENOMEM;
+		vch_waiter_init(&x->rw);
+		vch_waiter_init(&x->sw);
+	}
+	for (unsigned i = 0; i < cfg->write_tasks; i++) {
+		struct vsrv_writer *w = calloc(1, sizeof(*w));
+		if (!w)
+			return -ENOMEM;
+		vrt_task_init(&w->task, &vsrv__writer_vt);
+		srv->wr[i] = w;
+		w->srv = srv;
+		vch_waiter_init(&w->rw);
+	}
+	return 0;
+}
+
+int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, struct vsrv **out)
+{
+	struct vrt_stats rst;
+	struct vsrv *srv;
+	int rc;
+
+	*out = NULL;
+	rc = check_config(cfg);
+	if (rc < 0)
+		return rc;
+	srv = aligned_alloc(VB_CACHELINE, (sizeof(*srv) + VB_CACHELINE - 1) / VB_CACHELINE * VB_CACHELINE);
+	if (!srv)
+		return -ENOMEM;
+	memset(srv, 0, sizeof(*srv));
+	srv->cfg = *cfg;
+	srv->cfg.fds = NULL; /* borrowed: used by vsrv_new only */
+	srv->rt = rt;
+	srv->io = io;
+	pthread_mutex_init(&srv->reg_mu, NULL);
+	atomic_init(&srv->conns_open, 0);
+	atomic_init(&srv->conns_alive, 0);
+	atomic_init(&srv->paused_n, 0);
+	atomic_init(&srv->draining, false);
+
+	vhttp_limits_default(&srv->limits);
+	srv->limits.max_header_bytes = cfg->max_header_bytes;
+	/* The parser takes no 0; a 1-byte allowance is the closest. */
+	srv->limits.max_body_bytes = cfg->max_body_bytes ? cfg->max_body_bytes : 1;
+	srv->jcfg.spin_max_n = cfg->spin_max_n;
+	srv->jcfg.sleep_max_ms = cfg->sleep_max_ms;
+	srv->jcfg.slice_us = cfg->slice_us;
+
+	srv->nworkers = vrt_stats_snapshot(rt, &rst, NULL, 0);
+	srv->kind_other = (unsigned)vjob_kind_count();
+	srv->n_kinds = srv->kind_other + 1;
+	VB_BUG_ON(srv->n_kinds > VSRV_KINDS_MAX);
+
+	rc = -ENOMEM;
+	srv->ws = aligned_alloc(VB_CACHELINE, (srv->nworkers + 1) * sizeof(*srv->ws));
+	if (!srv->ws)
+		goto fail;
+	memset(srv->ws, 0, (srv->nworkers + 1) * sizeof(*srv->ws));
+	for (unsigned w = 0; w <= srv->nworkers; w++) {
+		srv->ws[w].lat = malloc(srv->n_kinds * sizeof(struct vb_hist));
+		if (!srv->ws[w].lat)
+			goto fail;
+		for (unsigned k = 0; k < srv->n_kinds; k++)
+			vb_hist_init(&srv->ws[w].lat[k]);
+	}
+
+	rc = vch_new(cfg->jobs_capacity, &srv->jobs);
+	if (rc < 0)
+		goto fail;
+	rc = vch_new(cfg->replies_capacity, &srv->replies);
+	if (rc < 0)
+		goto fail;
+	srv->ready_limit = ((size_t)cfg->jobs_capacity * 9 + 9) / 10;
+
+	rc = make_listeners(srv);
+	if (rc < 0)
+		goto fail;
+	rc = make_tasks(srv);
+	if (rc < 0)
+		goto fail;
+	*out = srv;
+	return 0;
+
+fail:
+	for (unsigned i = 0; i < srv->n_listeners; i++)
+		vio_listener_close(srv->listeners[i]);
+	srv->stopped = true;
+	vsrv_free(srv);
+	return rc;
+}
+
+int vsrv_start(struct vsrv *srv)
+{
+	int rc;
+
+	for (unsigned i = 0; i < srv->cfg.exec_tasks; i++) {
+		rc = vrt_spawn(srv->rt, &srv->exec[i]->task);
+		if (rc < 0)
+			return rc;
+		srv->exec[i]->spawned = true;
+	}
+	for (unsigned i = 0; i < srv->cfg.write_tasks; i++) {
+		rc = vrt_spawn(srv->rt, &srv->wr[i]->task);
+		if (rc < 0)
+			return rc;
+		srv->wr[i]->spawned = true;
+	}
+	srv->started = true;
+	for (unsigned i = 0; i < srv->n_acc; i++) {
+		rc = vrt_spawn(srv->rt, &srv->acc[i]->task);
+		if (rc < 0)
+			return rc;
+		srv->acc[i]->spawned = true;
+	}
+	return 0;
+}
+
+unsigned vsrv_listener_count(const struct vsrv *srv)
+{
+	return srv->n_listeners;
+}
+
+int vsrv_port(const struct vsrv *srv, unsigned i)
+{
+	return i < srv->n_listeners ? vio_listener_port(srv->listeners[i]) : -EINVAL;
+}
+
+bool vsrv_draining(const struct vsrv *srv)
+{
+	/* Relaxed: a status bit; see the Ordering block. */
+	return atomic_load_explicit(&srv->draining, memory_order_relaxed);
+}
+
+static void nap_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ms * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Wait until *ctr is 0 or `deadline` passes; true when it reached 0. */
+static bool wait_zero(_Atomic uint64_t *ctr, int64_t deadline)
+{
+	/* Relaxed: a count polled for zero (see the Ordering block). */
+	while (atomic_load_explicit(ctr, memory_order_relaxed) != 0) {
+		if (vb_now_ns() >= deadline)
+			return false;
+		nap_ms(2);
+	}
+	return true;
+}
+
+static void join_spawned(struct vrt_task *t, bool spawned)
+{
+	if (spawned)
+		vrt_task_join_wait(t);
+}
+
+int vsrv_stop(struct vsrv *srv)
+{
+	int64_t now = vb_now_ns();
+	int rc = 0;
+
+	if (srv->stopped)
+		return 0;
+	srv->stopped = true;
+	/* Relaxed: see the Ordering block (the wakes below publish it). */
+	atomic_store_explicit(&srv->draining, true, memory_order_relaxed);
+	for (unsigned i = 0; i < srv->n_listeners; i++)
+		vio_listener_close(srv->listeners[i]);
+	for (unsigned i = 0; i < srv->n_acc; i++) {
+		if (!srv->acc[i]->spawned)
+			continue;
+		vrt_task_cancel(&srv->acc[i]->task); /* paused ones too */
+		vrt_task_join_wait(&srv->acc[i]->task);
+	}
+
+	/* Let every connection finish what it received, then close. */
+	reg_kick(srv, false);
+	if (!wait_zero(&srv->conns_open, now + (int64_t)srv->cfg.drain_timeout_ms * VB_NS_PER_MS)) {
+		vb_warn("drain: %" PRIu64 " connection(s) still busy after %u ms: cutting them",
+			atomic_load_explicit(&srv->conns_open, memory_order_relaxed),
+			srv->cfg.drain_timeout_ms);
+		rc = -ETIMEDOUT;
+		reg_kick(srv, true);
+		if (!wait_zero(&srv->conns_open, vb_now_ns() + 2000 * VB_NS_PER_MS))
+			vb_err("drain: connections did not stop after being cancelled");
+	}
+
+	/* The stages: executors drain `jobs` (every job now belongs to a
+	 * closed connection and is dropped), then the writers. */
+	vch_close(srv->jobs);
+	for (unsigned i = 0; i < srv->cfg.exec_tasks; i++) {
+		/* One that waits only on its sleepers' timers would not see
+		 * the close: wake it to drop jobs of closed connections. */
+		if (srv->exec[i]->spawned)
+			vrt_task_wake(&srv->exec[i]->task);
+	}
+	for (unsigned i = 0; i < srv->cfg.exec_tasks; i++)
+		join_spawned(&srv->exec[i]->task, srv->exec[i]->spawned);
+	vch_close(srv->replies);
+	for (unsigned i = 0; i < srv->cfg.write_tasks; i++)
+		join_spawned(&srv->wr[i]->task, srv->wr[i]->spawned);
+
+	/* Connections whose last operation is still completing. */
+	if (!wait_zero(&srv->conns_alive, vb_now_ns() + 2000 * VB_NS_PER_MS))
+		vb_warn("drain: %" PRIu64 " connection object(s) still referenced",
+			atomic_load_explicit(&srv->conns_alive, memory_order_relaxed));
+	return rc;
+}
+
+static void drain_channel(struct vsrv *srv, struct vch *ch)
+{
+	uint64_t v;
+
+	if (!ch)
+		return;
+	while (vch_try_recv(ch, &v) == VCH_OK)
+		vsrv__job_free(srv, vch_ptr(v));
+}
+
+void vsrv_free(struct vsrv *srv)
+{
+	if (!srv)
+		return;
+	if (!srv->stopped)
+		vsrv_stop(srv);
+	/* Relaxed: see the Ordering block. */
+	if (atomic_load_explicit(&srv->conns_alive, memory_order_relaxed)) {
+		/* A connection's last I/O completion is still due and would
+		 * touch the server: leaking it is the safe choice. */
+		vb_err("server: %" PRIu64 " connection(s) still referenced at exit; not freeing",
+		       atomic_load_explicit(&srv->conns_alive, memory_order_relaxed));
+		return;
+	}
+	for (unsigned i = 0; i < srv->n_acc; i++)
+		vrt_task_unref(&srv->acc[i]->task);
+	if (srv->exec)
+		for (unsigned i = 0; i < srv->cfg.exec_tasks && srv->exec[i]; i++)
+			vrt_task_unref(&srv->exec[i]->task);
+	if (srv->wr)
+		for (unsigned i = 0; i < srv->cfg.write_tasks && srv->wr[i]; i++)
+			vrt_task_unref(&srv->wr[i]->task);
+	free(srv->acc);
+	free(srv->exec);
+	free(srv->wr);
+	/* Jobs left behind by cancelled executors. */
+	drain_channel(srv, srv->jobs);
+	drain_channel(srv, srv->replies);
+	if (srv->jobs)
+		vch_free(srv->jobs);
+	if (srv->replies)
+		vch_free(srv->replies);
+	if (srv->ws) {
+		for (unsigned w = 0; w <= srv->nworkers; w++)
+			free(srv->ws[w].lat);
+		free(srv->ws);
+	}
+	pthread_mutex_destroy(&srv->reg_mu);
+	free(srv);
+}
+
+/* ---------------------------------------------------------------- stats */
+
+void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
+{
+	uint64_t sum[VSRV_C_COUNT] = { 0 };
+	struct vb_hist_snap *tmp = malloc(sizeof(*tmp));
+
+	memset(out, 0, sizeof(*out));
+	for (unsigned w = 0; w <= srv->nworkers; w++)
+		for (unsigned i = 0; i < VSRV_C_COUNT; i++)
+			/* Relaxed: statistics. */
+			sum[i] += atomic_load_explicit(&srv->ws[w].c[i], memory_order_relaxed);
+	out->conns_open = atomic_load_explicit(&srv->conns_open, memory_order_relaxed);
+	out->conns_accepted = sum[VSRV_C_conns_accepted];
+	out->conns_closed = sum[VSRV_C_conns_closed];
+	out->conns_refused = sum[VSRV_C_conns_refused];
+	out->accept_pauses = sum[VSRV_C_accept_pauses];
+	out->accept_paused = atomic_load_explicit(&srv->paused_n, memory_order_relaxed) > 0;
+	out->requests = sum[VSRV_C_requests];
+	for (unsigned i = 0; i < 5; i++)
+		out->responses[i + 1] = sum[VSRV_C_resp_1xx + i];
+	out->continues = sum[VSRV_C_continues];
+	out->requests_dropped = sum[VSRV_C_requests_dropped];
+	out->results_dropped = sum[VSRV_C_results_dropped];
+	out->shed = sum[VSRV_C_shed];
+	out->timeouts_header = sum[VSRV_C_timeouts_header];
+	out->timeouts_body = sum[VSRV_C_timeouts_body];
+	out->timeouts_idle = sum[VSRV_C_timeouts_idle];
+	out->timeouts_send = sum[VSRV_C_timeouts_send];
+	out->client_resets = sum[VSRV_C_client_resets];
+	out->bytes_in = sum[VSRV_C_bytes_in];
+	out->bytes_out = sum[VSRV_C_bytes_out];
+	out->in_flight[VSRV_STAGE_PARSE] = sum[VSRV_C_stage_parse];
+	out->in_flight[VSRV_STAGE_EXEC] = sum[VSRV_C_stage_exec];
+	out->in_flight[VSRV_STAGE_WRITE] = sum[VSRV_C_stage_write];
+	out->in_flight[VSRV_STAGE_SEND] = sum[VSRV_C_stage_send];
+	vch_stats_get(srv->jobs, &out->jobs);
+	vch_stats_get(srv->replies, &out->replies);
+	out->n_kinds = srv->n_kinds;
+	for (unsigned k = 0; k < srv->n_kinds; k++) {
+		struct vsrv_kind_stats *ks = &out->kinds[k];
+
+		ks->name = k == srv->kind_other ? "other" : vjob_kind_at(k)->name;
+		for (unsigned w = 0; w <= srv->nworkers; w++) {
+			if (!tmp) {
+				vb_hist_snapshot(&srv->ws[w].lat[k], &ks->lat);
+				break; /* no memory: one worker's view */
+			}
+			vb_hist_snapshot(&srv->ws[w].lat[k], tmp);
+			vb_hist_snap_merge(&ks->lat, tmp);
+		}
+		ks->count = ks->lat.count;
+	}
+	out->draining = vsrv_draining(srv);
+	free(tmp);
+}
+
+void vsrv_stats_log(struct vsrv *srv)
+{
+	struct vsrv_stats *s = malloc(sizeof(*s));
+
+	if (!s)
+		return;
+	vsrv_stats_snapshot(srv, s);
+	vb_notice("server stats: conns_accepted=%" PRIu64 " conns_closed=%" PRIu64
+		  " conns_refused=%" PRIu64 " accept_pauses=%" PRIu64 " requests=%" PRIu64
+		  " responses_1xx=%" PRIu64 " responses_2xx=%" PRIu64 " responses_3xx=%" PRIu64
+		  " responses_4xx=%" PRIu64 " responses_5xx=%" PRIu64 " requests_dropped=%" PRIu64
+		  " results_dropped=%" PRIu64 " shed=%" PRIu64 " continues=%" PRIu64
+		  " timeouts_header=%" PRIu64 " timeouts_body=%" PRIu64 " timeouts_idle=%" PRIu64
+		  " timeouts_send=%" PRIu64 " client_resets=%" PRIu64 " bytes_in=%" PRIu64
+		  " bytes_out=%" PRIu64,
+		  s->conns_accepted, s->conns_closed, s->conns_refused, s->accept_pauses,
+		  s->requests, s->responses[1], s->responses[2], s->responses[3], s->responses[4],
+		  s->responses[5], s->requests_dropped, s->results_dropped, s->shed, s->continues,
+		  s->timeouts_header, s->timeouts_body, s->timeouts_idle, s->timeouts_send,
+		  s->client_resets, s->bytes_in, s->bytes_out);
+	for (unsigned k = 0; k < s->n_kinds; k++) {
+		const struct vb_hist_snap *h = &s->kinds[k].lat;
+
+		if (!s->kinds[k].count)
+			continue;
+		vb_notice("server kind %s: count=%" PRIu64 " p50_us=%" PRIu64 " p90_us=%" PRIu64
+			  " p99_us=%" PRIu64 " p999_us=%" PRIu64,
+			  s->kinds[k].name, s->kinds[k].count, vb_hist_snap_quantile(h, 0.5) / 1000,
+			  vb_hist_snap_quantile(h, 0.9) / 1000, vb_hist_snap_quantile(h, 0.99) / 1000,
+			  vb_hist_snap_quantile(h, 0.999) / 1000);
+	}
+	free(s);
+}

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/server.h: the HTTP/1.1 front end and the three stages of DESIGN.md
+ * §5: listeners and one accept task per listener per worker, one task per
+ * connection (parse, limits, timeouts, /healthz and errors, 100 Continue,
+ * in-order sending), the `jobs` channel, executor tasks running the job
+ * kinds in slices, the `replies` channel, and writer tasks that encode
+ * responses and hand them to their connection in request order.
+ *
+ * Threading contract: vsrv_new, vsrv_start, vsrv_stop and vsrv_free are
+ * called by one control thread (main), never from a worker; the runtime and
+ * the I/O driver must be running from vsrv_start until vsrv_stop returns.
+ * vsrv_stats_snapshot, vsrv_draining and vsrv_port may be called from any
+ * thread at any time between vsrv_new and vsrv_free. Everything else runs in
+ * runtime tasks on the worker threads.
+ *
+ * Ownership: the server owns its listeners' use (the I/O driver owns their
+ * memory), channels, tasks and every connection and job; vsrv_free releases
+ * them. It borrows the runtime and the I/O driver, which must outlive it.
+ */
+#ifndef VOLTD_SERVER_SERVER_H
+#define VOLTD_SERVER_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "base/histogram.h"
+#include "chan/chan.h"
+
+struct vrt;
+struct vio;
+struct vsrv;
+
+#define VSRV_MAX_LISTEN 16
+
+enum vsrv_on_full {
+	VSRV_ON_FULL_WAIT = 0, /* stop reading the connection until there is room */
+	VSRV_ON_FULL_SHED = 1, /* answer 503 with Retry-After at once */
+};
+
+/* Filled by the daemon from voltd.conf; vsrv_new copies it. Public. */
+struct vsrv_config {
+	struct {
+		struct sockaddr_storage addr;
+		socklen_t len;
+	} listen[VSRV_MAX_LISTEN];
+	unsigned n_listen;
+	/* Already listening sockets (socket activation): used instead of
+	 * listen[] when n_fds > 0; the server's listener takes them over. */
+	const int *fds;
+	unsigned n_fds;
+	unsigned backlog;
+	unsigned max_connections;
+	unsigned header_timeout_ms, body_timeout_ms, idle_timeout_ms;
+	unsigned max_header_bytes;
+	unsigned max_body_bytes;
+	unsigned max_pipeline;          /* requests in flight per connection, 1..1024 */
+	unsigned exec_tasks, write_tasks;
+	unsigned jobs_capacity, replies_capacity;
+	enum vsrv_on_full on_full;
+	unsigned retry_after_s;
+	uint64_t spin_max_n;
+	unsigned sleep_max_ms;
+	unsigned slice_us;
+	/* vsrv_stop: how long in-flight requests may take to finish before
+	 * their connections are cut (not a config key yet: 10 s default). */
+	unsigned drain_timeout_ms;
+};
+
+/* The defaults of voltd.conf (listen 127.0.0.1:8080, exec 8, write 4). */
+void vsrv_config_defaults(struct vsrv_config *cfg);
+
+/* Check the config, create the channels and bind the listeners (so that
+ * errors such as EADDRINUSE surface before anything runs). 0 or -errno
+ * (-EINVAL: a bad value; the bind / listen error). */
+int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io,
+	     struct vsrv **out);
+
+/* Spawn the accept, exec and write tasks: from now on connections are
+ * served. 0 or -errno (-ESHUTDOWN: the runtime stopped). */
+int vsrv_start(struct vsrv *srv);
+
+/* Number of listeners and the port listener i is bound to (host order). */
+unsigned vsrv_listener_count(const struct vsrv *srv);
+int vsrv_port(const struct vsrv *srv, unsigned i);
+
+/* True from the moment vsrv_stop begins (for /readyz and the daemon). */
+bool vsrv_draining(const struct vsrv *srv);
+
+/*
+ * Drain and stop: close the listeners, stop reading new requests, let the
+ * requests already received finish and be answered (their responses say
+ * "Connection: close"), close idle connections at once; after
+ * cfg.drain_timeout_ms cut whatever is left (counted as dropped). Then stop
+ * the exec and write tasks. Blocks the calling (non-worker) thread; the
+ * runtime must still run. Returns 0 when everything finished in time,
+ * -ETIMEDOUT when connections had to be cut. Idempotent.
+ */
+int vsrv_stop(struct vsrv *srv);
+
+/* Free everything. After vsrv_stop, and after the runtime has shut down
+ * (vrt_shutdown), so that no task of the server can still be dropped. */
+void vsrv_free(struct vsrv *srv);
+
+/* ------------------------------------------------------------- stats */
+
+enum vsrv_stage { VSRV_STAGE_PARSE, VSRV_STAGE_EXEC, VSRV_STAGE_WRITE, VSRV_STAGE_SEND, VSRV_STAGES };
+
+/* Job kinds with their own counters; index by enum vsrv_kind. */
+#define VSRV_KINDS_MAX 16
+
+struct vsrv_kind_stats {
+	const char *name;          /* "healthz", "echo", ... (static) */
+	uint64_t count;            /* responses sent for requests of this kind */
+	struct vb_hist_snap lat;   /* parse -> response sent, nanoseconds */
+};
+
+/*
+ * A snapshot; every field is read on its own (not one instant's cut), so
+ * two related counters may disagree by what is in flight. Public fields.
+ */
+struct vsrv_stats {
+	/* connections */
+	uint64_t conns_open, conns_accepted, conns_closed;
+	uint64_t conns_refused;     /* accepted then closed at once (no memory) */
+	uint64_t accept_pauses;     /* times accepting paused at max_connections */
+	bool accept_paused;         /* paused right now */
+	/* requests: received = parsed requests + parse errors answered + 408s */
+	uint64_t requests;
+	uint64_t responses[6];      /* by status class: [1] 1xx final never, [2] 2xx ... [5] 5xx */
+	uint64_t continues;         /* interim 100 Continue sent */
+	/* requests whose connection closed before their response went out */
+	uint64_t requests_dropped;
+	uint64_t results_dropped;   /* finished jobs whose connection was gone */
+	uint64_t shed;              /* 503 at once because jobs was full */
+	uint64_t timeouts_header, timeouts_body, timeouts_idle, timeouts_send;
+	uint64_t client_resets;     /* connections ended by the peer mid-request/response */
+	uint64_t bytes_in, bytes_out;
+	/* per stage: requests currently in that stage */
+	uint64_t in_flight[VSRV_STAGES];
+	/* channels */
+	struct vch_stats jobs, replies;
+	/* job kinds */
+	unsigned n_kinds;
+	struct vsrv_kind_stats kinds[VSRV_KINDS_MAX];
+	bool draining;
+};
+
+/* Fill *out (large: ~8 KiB per kind; heap-allocate it). Any thread. */
+void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out);
+
+/* Log the snapshot's counters on one line at notice level:
+ * "server stats: requests=N responses_1xx=N ... dropped=N ..." */
+void vsrv_stats_log(struct vsrv *srv);
+
+#endif

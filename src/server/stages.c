@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/stages.c: the job as it travels (allocation, gauges, encoding, the
+ * hand-over to its connection) and the two middle stages: exec tasks take
+ * jobs from `jobs` and run the kind's slices, yielding between slices and
+ * waiting for VJOB_SLEEP on a timer (several sleeping jobs per task, so a
+ * sleep never pins an executor); writer tasks take finished jobs from
+ * `replies`, encode the head and deposit the job in its connection's
+ * reorder slot.
+ *
+ * Threading: each task's state is private to it (one poll at a time); a job
+ * is touched by one thread at a time, handed over by the channels (their
+ * send/recv order the job's contents) and by the slot below.
+ *
+ * Ordering
+ * Shared: conn->slots[i] (a writer stores a job; the connection task
+ * exchanges it out; drop() sweeps), conn->dead (the connection task sets it
+ * once; exec and writers read it).
+ * [S1] writer: slot store (release) publishes the encoded job; pairs with
+ *      [S2], the connection's exchange (acquire) in conn.c, and with the
+ *      runtime's acq_rel reference drop before drop() sweeps the slots.
+ * conn->dead is read relaxed: it is advice (skip work for a connection that
+ * is gone); a job that misses it is deposited and swept instead.
+ */
+#include "config.h"
+#include "server/internal.h"
+#include "base/time.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- jobs */
+
+void vsrv__job_stage(struct vsrv *srv, struct vsrv_job *job, enum vsrv_jstage to)
+{
+	static const enum vsrv_counter gauge[] = {
+		[VSRV_J_PARSE] = VSRV_C_stage_parse,
+		[VSRV_J_EXEC] = VSRV_C_stage_exec,
+		[VSRV_J_WRITE] = VSRV_C_stage_write,
+		[VSRV_J_SEND] = VSRV_C_stage_send,
+	};
+	struct vsrv_wstats *ws = vsrv__ws(srv);
+
+	if (job->stage == to)
+		return;
+	/* Relaxed: gauges, summed by the snapshot (uint64 wrap-around sums). */
+	if (job->stage != VSRV_J_NONE)
+		atomic_fetch_sub_explicit(&ws->c[gauge[job->stage]], 1, memory_order_relaxed);
+	if (to != VSRV_J_NONE)
+		atomic_fetch_add_explicit(&ws->c[gauge[to]], 1, memory_order_relaxed);
+	job->stage = (uint8_t)to;
+}
+
+struct vsrv_job *vsrv__job_new(struct vsrv_conn *c)
+{
+	/* Only the head fields need zeroing; head[] is written by encode. */
+	struct vsrv_job *job = malloc(sizeof(*job));
+
+	if (!job)
+		return NULL;
+	memset(job, 0, offsetof(struct vsrv_job, head));
+	vio_timer_init(&job->timer);
+	job->conn = c;
+	vrt_task_ref(&c->task);
+	return job;
+}
+
+void vsrv__job_free(struct vsrv *srv, struct vsrv_job *job)
+{
+	vsrv__job_stage(srv, job, VSRV_J_NONE);
+	vjob_free(job->vj);
+	if (job->conn)
+		vrt_task_unref(&job->conn->task); /* may drop the connection */
+	free(job);
+}
+
+void vsrv__job_encode(struct vsrv *srv, struct vsrv_job *job)
+{
+	const struct vjob_result *res = vjob_result(job->vj);
+	struct vhttp_response r;
+	int n;
+
+	vhttp_response_init(&r, res->status);
+	r.content_length = res->body_len;
+	r.content_type = res->content_type;
+	r.version_minor = job->version_minor;
+	/* Relaxed: a drain that starts right after this misses one
+	 * "Connection: close"; the connection still closes after it. */
+	r.close = !job->keep_alive || atomic_load_explicit(&srv->draining, memory_order_relaxed);
+	n = vhttp_response_head(&r, job->head, sizeof(job->head));
+	if (n < 0) {
+		/* A kind's content type too long for a head: never with the
+		 * built-in kinds. Answer 500 rather than nothing. */
+		vhttp_response_init(&r, 500);
+		r.version_minor = job->version_minor;
+		r.close = true;
+		n = vhttp_response_text(&r, NULL, job->head, sizeof(job->head));
+		VB_BUG_ON(n < 0);
+		job->status = 500;
+		job->body = NULL;
+		job->body_len = 0;
+	} else {
+		job->status = res->status;
+		job->body = job->head_only ? NULL : res->body;
+		job->body_len = job->head_only ? 0 : res->body_len;
+	}
+	job->close = r.close;
+	job->head_len = (uint16_t)n;
+}
+
+void vsrv__job_deposit(struct vsrv *srv, struct vsrv_job *job)
+{
+	struct vsrv_conn *c = job->conn;
+
+	vsrv__job_stage(srv, job, VSRV_J_SEND);
+	job->conn = NULL; /* the slot owns the job now, without a reference */
+	/* [S1] release: publishes the encoded job; pairs with [S2]. */
+	atomic_store_explicit(&c->slots[job->seq & c->slot_mask], job, memory_order_release);
+	vrt_task_wake(&c->task);   /* we still hold the job's reference */
+	vrt_task_unref(&c->task);  /* may run drop(), which sweeps the slot */
+}
+
+/* A job whose connection is gone: count and free it. */
+static void job_drop(struct vsrv *srv, struct vsrv_job *job)
+{
+	VSRV_INC(srv, results_dropped);
+	vsrv__job_free(srv, job);
+}
+
+static bool conn_dead(const struct vsrv_job *job)
+{
+	/* Relaxed: advice only, see the Ordering block. */
+	return atomic_load_explicit(&job->conn->dead, memory_order_relaxed);
+}
+
+/* ---------------------------------------------------------------- exec */
+
+static void runq_push(struct vsrv_exec *x, struct vsrv_job *job)
+{
+	job->next = NULL;
+	if (x->runq_tail)
+		x->runq_tail->next = job;
+	else
+		x->runq = job;
+	x->runq_tail = job;
+}
+
+static struct vsrv_job *runq_pop(struct vsrv_exec *x)
+{
+	struct vsrv_job *job = x->runq;
+
+	if (job) {
+		x->runq = job->next;
+		if (!x->runq)
+			x->runq_tail = NULL;
+		job->next = NULL;
+	}
+	return job;
+}
+
+/* Move sleepers whose time has come (or whose connection is gone) on. */
+static void exec_wake_sleepers(struct vsrv_exec *x, int64_t now)
+{
+	for (unsigned i = 0; i < x->nsleep;) {
+		struct vsrv_job *job = x->sleepers[i];
+		bool dead = conn_dead(job);
+
+		if (!dead && now < vjob_wake_ns(job->vj)) {
+			i++;
+			continue;
+		}
+		vio_timer_disarm(&job->timer);
+		x->sleepers[i] = x->sleepers[--x->nsleep];
+		if (dead)
+			job_drop(x->srv, job);
+		else
+			runq_push(x, job);
+	}
+}
+
+/* Withdraw a registered receive: a value we would be woken for is then
+ * offered to another waiting executor instead of sitting in the channel. */
+static void exec_stop_waiting(struct vsrv_exec *x)
+{
+	if (x->rw_waiting) {
+		vch_waiter_cancel(&x->rw);
+		x->rw_waiting = false;
+	}
+}
+
+static void exec_release_all(struct vsrv_exec *x)
+{
+	struct vsrv_job *job;
+
+	vch_waiter_cancel(&x->rw);
+	vch_waiter_cancel(&x->sw);
+	while ((job = runq_pop(x)))
+		job_drop(x->srv, job);
+	while (x->nsleep) {
+		job = x->sleepers[--x->nsleep];
+		vio_timer_disarm(&job->timer);
+		job_drop(x->srv, job);
+	}
+	if (x->out) {
+		job_drop(x->srv, x->out);
+		x->out = NULL;
+	}
+}
+
+static enum vrt_poll exec_poll(struct vrt_task *t)
+{
+	struct vsrv_exec *x = vb_container_of(t, struct vsrv_exec, task);
+	struct vsrv *srv = x->srv;
+	enum vch_status st;
+	uint64_t v;
+
+	if (vrt_task_is_cancelled(t)) {
+		exec_release_all(x);
+		return VRT_READY;
+	}
+	for (;;) {
+		if (x->out) {
+			st = vch_send_poll(srv->replies, &x->sw, vch_val(x->out));
+			if (st == VCH_PENDING)
+				return VRT_PENDING;
+			if (st == VCH_YIELD)
+				return VRT_YIELD;
+			if (st == VCH_OK)
+				vsrv__job_stage(srv, x->out, VSRV_J_WRITE);
+			else
+				job_drop(srv, x->out); /* closed: shutting down */
+			x->out = NULL;
+		}
+		int64_t now = vb_now_ns();
+		if (x->nsleep)
+			exec_wake_sleepers(x, now);
+		if (!x->runq) {
+			if (x->recv_closed || x->nsleep == VSRV_SLEEPERS) {
+				exec_stop_waiting(x);
+				if (x->recv_closed && x->nsleep == 0)
+					return VRT_READY;
+				return VRT_PENDING; /* the sleepers' timers wake us */
+			}
+			st = vch_recv_poll(srv->jobs, &x->rw, &v);
+			if (st == VCH_PENDING) {
+				x->rw_waiting = true;
+				return VRT_PENDING;
+			}
+			x->rw_waiting = false;
+			if (st == VCH_YIELD)
+				return VRT_YIELD;
+			if (st == VCH_CLOSED) {
+				x->recv_closed = true;
+				continue;
+			}
+			runq_push(x, vch_ptr(v));
+		}
+		/* Busy with our own jobs: a wakeup for the channel belongs to
+		 * another executor. */
+		exec_stop_waiting(x);
+
+		struct vsrv_job *job = runq_pop(x);
+		if (conn_dead(job)) {
+			job_drop(srv, job);
+			continue;
+		}
+		switch (vjob_step(job->vj, vjob_slice_deadline(&srv->jcfg, now))) {
+		case VJOB_DONE:
+			x->out = job;
+			break;
+		case VJOB_MORE:
+			/* Slice used up: let everything else run first. */
+			runq_push(x, job);
+			return VRT_YIELD;
+		case VJOB_SLEEP:
+			if (vio_timer_arm(&job->timer, vjob_wake_ns(job->vj)) < 0) {
+				/* No memory for the timer heap: poll again soon. */
+				runq_push(x, job);
+				return VRT_YIELD;
+			}
+			x->sleepers[x->nsleep++] = job;
+			break;
+		}
+	}
+}
+
+static void exec_drop(struct vrt_task *t)
+{
+	struct vsrv_exec *x = vb_container_of(t, struct vsrv_exec, task);
+
+	free(x->sleepers);
+	free(x);
+}
+
+const struct vrt_task_vtable vsrv__exec_vt = { .poll = exec_poll, .drop = exec_drop };
+
+/* --------------------------------------------------------------- write */
+
+static enum vrt_poll writer_poll(struct vrt_task *t)
+{
+	struct vsrv_writer *wr = vb_container_of(t, struct vsrv_writer, task);
+	struct vsrv *srv = wr->srv;
+	uint64_t v;
+
+	if (vrt_task_is_cancelled(t)) {
+		vch_waiter_cancel(&wr->rw);
+		return VRT_READY;
+	}
+	for (;;) {
+		enum vch_status st = vch_recv_poll(srv->replies, &wr->rw, &v);
+
+		if (st == VCH_PENDING)
+			return VRT_PENDING;
+		if (st == VCH_YIELD)
+			return VRT_YIELD;
+		if (st == VCH_CLOSED)
+			return VRT_READY;
+		struct vsrv_job *job = vch_ptr(v);
+		if (conn_dead(job)) {
+			job_drop(srv, job);
+			continue;
+		}
+		vsrv__job_encode(srv, job);
+		vsrv__job_deposit(srv, job);
+	}
+}
+
+static void writer_drop(struct vrt_task *t)
+{
+	free(vb_container_of(t, struct vsrv_writer, task));
+}
+
+const struct vrt_task_vtable vsrv__writer_vt = { .poll = writer_poll, .drop = writer_drop };
