@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "io/io.h"
 #include "rt/rt.h"
+#include "server/server.h"
 #include "voltd/cfg.h"
 #include "voltd/notify.h"
 
@@ -304,6 +305,51 @@ static void rt_apply_live(struct vrt *rt, const struct vcfg *cfg)
 	vrt_set_budget(rt, cfg->scheduler.budget);
 }
 
+/* Rung 6: the server (listeners, stages), on the runtime and the I/O driver. */
+static int srv_start(const struct vcfg *cfg, struct vrt *rt, struct vio *io, struct vsrv **srv)
+{
+	struct vsrv_config sc;
+	int rc;
+
+	vsrv_config_defaults(&sc);
+	for (unsigned i = 0; i < cfg->server.n_listen; i++) {
+		sc.listen[i].addr = cfg->server.listen[i].addr;
+		sc.listen[i].len = cfg->server.listen[i].len;
+	}
+	sc.n_listen = cfg->server.n_listen;
+	sc.backlog = cfg->server.backlog;
+	sc.max_connections = cfg->server.max_connections;
+	sc.header_timeout_ms = cfg->server.header_timeout_ms;
+	sc.body_timeout_ms = cfg->server.body_timeout_ms;
+	sc.idle_timeout_ms = cfg->server.idle_timeout_ms;
+	sc.max_header_bytes = cfg->server.max_header_bytes;
+	sc.max_body_bytes = cfg->server.max_body_bytes;
+	sc.max_pipeline = cfg->server.max_pipeline;
+	sc.exec_tasks = cfg->stages.exec_tasks;
+	sc.write_tasks = cfg->stages.write_tasks;
+	sc.jobs_capacity = cfg->stages.jobs_capacity;
+	sc.replies_capacity = cfg->stages.replies_capacity;
+	sc.on_full = cfg->stages.on_full == VCFG_ON_FULL_SHED ? VSRV_ON_FULL_SHED : VSRV_ON_FULL_WAIT;
+	sc.retry_after_s = cfg->stages.retry_after_s;
+	sc.spin_max_n = cfg->jobs.spin_max_n;
+	sc.sleep_max_ms = cfg->jobs.sleep_max_ms;
+	sc.slice_us = cfg->jobs.slice_us;
+	rc = vsrv_new(&sc, rt, io, srv);
+	if (rc < 0) {
+		vb_err("server: cannot listen: %s", strerror(-rc));
+		return rc;
+	}
+	rc = vsrv_start(*srv);
+	if (rc < 0) {
+		vb_err("server: cannot start its tasks: %s", strerror(-rc));
+		return rc;
+	}
+	for (unsigned i = 0; i < vsrv_listener_count(*srv); i++)
+		vb_notice("server: listening on %s (port %d)", cfg->server.listen[i].text,
+			  vsrv_port(*srv, i));
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct vd_opts opts = { 0 };
@@ -311,6 +357,7 @@ int main(int argc, char **argv)
 	struct vcfg_errors err = { 0 };
 	struct vio *io = NULL;
 	struct vrt *rt = NULL;
+	struct vsrv *srv = NULL;
 	sigset_t sigs;
 	bool used_file;
 	int rc, sfd;
@@ -366,6 +413,10 @@ int main(int argc, char **argv)
 		rc = EX_OSERR;
 		goto free_io;
 	}
+	if (srv_start(&cfg, rt, io, &srv) < 0) {
+		rc = EX_UNAVAILABLE;
+		goto stop_rt;
+	}
 
 	vd_notify("READY=1\nSTATUS=running");
 	vb_notice("ready");
@@ -374,7 +425,13 @@ int main(int argc, char **argv)
 	vb_notice("%s received, stopping", strsignal(sig));
 	rc = 0;
 
+	vsrv_stop(srv); /* drain: finish what was received, within a bound */
+	vsrv_stats_log(srv);
+stop_rt:
+	if (srv)
+		vsrv_stop(srv);
 	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
+	vsrv_free(srv);
 	vrt_free(rt);
 free_io:
 	vio_free(io);
