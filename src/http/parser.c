@@ -9,8 +9,14 @@
  * trailer section starts) and at the end of the message. Head and trailer
  * bytes are then counted exactly: in those parts a call is given at most the
  * bytes left under max_header_bytes, so a head that does not end within them
- * is over the limit. The same exact span lets us scan the head for obs-fold
- * (a line starting with SP or HTAB), which llhttp 8 accepts.
+ * is over the limit. Head bytes are also scanned for obs-fold (a line
+ * starting with SP or HTAB), which llhttp 8 accepts: a fold is caught before
+ * llhttp is given its first byte, so the outcome never depends on how the
+ * stream was split into reads.
+ *
+ * Known llhttp 8.1 limit: a chunk with two extensions that both have values
+ * ("1;a=b;c=d") is rejected as a bad chunk size (400); one valued extension,
+ * or several without values, pass. Clients practically never send them.
  */
 #include "http/parser.h"
 #include "base/compiler.h"

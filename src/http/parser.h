@@ -36,7 +36,13 @@
  * (rbuf() then offers less room, eventually none): back pressure.
  * Every ERROR means "send the status, then close": the parser never resumes
  * after an error (413 is decided from Content-Length before the body, so the
- * stream cannot continue). Errors are sticky.
+ * stream cannot continue). Errors are sticky. Closing right after writing
+ * while the client still sends (a refused body) makes the kernel answer with
+ * a reset that can destroy the response in flight: shut down the write side
+ * and drain reads briefly before close.
+ *
+ * HTTP/1.1 requests must carry exactly one Host (else 400, RFC 9112 3.2);
+ * CONNECT is 501; an Upgrade offer is ignored (the answer stays HTTP/1.1).
  */
 #ifndef VOLTD_HTTP_PARSER_H
 #define VOLTD_HTTP_PARSER_H

@@ -180,8 +180,8 @@ static const char *const valid[] = {
 	"GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n",
 	"GET /v1/spin?n=1000 HTTP/1.1\r\nHost: localhost:8080\r\nUser-Agent: t\r\n\r\n",
 	"POST /v1/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello",
-	"POST /v1/hash?alg=sha256 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
-	"5\r\nhello\r\n6;name=val\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n",
+	("POST /v1/hash?alg=sha256 HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+	 "5\r\nhello\r\n6;name=val\r\n world\r\n0\r\nX-Trailer: 1\r\n\r\n"),
 	"POST /v1/echo HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 3\r\n\r\nabc",
 	"GET / HTTP/1.0\r\n\r\n",
 	"HEAD /healthz HTTP/1.1\r\nHost: a\r\nConnection: keep-alive\r\n\r\n",
