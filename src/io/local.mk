@@ -35,3 +35,15 @@ tests_unit_test_io_echo_libev_LDADD = $(IO_TEST_LDADD)
 tests_unit_test_io_echo_auto_SOURCES = tests/unit/test_io_echo.c $(IO_HARNESS)
 tests_unit_test_io_echo_auto_CFLAGS = $(IO_TEST_CFLAGS)
 tests_unit_test_io_echo_auto_LDADD = $(IO_TEST_LDADD)
+
+check_PROGRAMS += tests/unit/test_io_conn_uring tests/unit/test_io_conn_libev
+TESTS += tests/unit/test_io_conn_uring tests/unit/test_io_conn_libev
+TSAN_TESTS += tests/unit/test_io_conn_uring tests/unit/test_io_conn_libev
+tests_unit_test_io_conn_uring_SOURCES = tests/unit/test_io_conn.c $(IO_HARNESS)
+tests_unit_test_io_conn_uring_CPPFLAGS = $(AM_CPPFLAGS) $(IO_URING)
+tests_unit_test_io_conn_uring_CFLAGS = $(IO_TEST_CFLAGS)
+tests_unit_test_io_conn_uring_LDADD = $(IO_TEST_LDADD)
+tests_unit_test_io_conn_libev_SOURCES = tests/unit/test_io_conn.c $(IO_HARNESS)
+tests_unit_test_io_conn_libev_CPPFLAGS = $(AM_CPPFLAGS) $(IO_LIBEV)
+tests_unit_test_io_conn_libev_CFLAGS = $(IO_TEST_CFLAGS)
+tests_unit_test_io_conn_libev_LDADD = $(IO_TEST_LDADD)

@@ -1,0 +1,625 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/unit/test_io_conn.c: one connection's operations, each against a
+ * plain blocking socket on the other end of a loopback TCP pair: deadlines
+ * that cancel a pending recv or a partial send, a cancelled reading task
+ * (locally and from another worker: the mailbox path) whose memory is
+ * freed only after its last completion, vectored send of header + body,
+ * half-close, reset, close with a receive pending, a reader that stalls
+ * while the peer floods it (multishot throttle). Built once per backend.
+ */
+#include "config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tests/helpers/io_harness.h"
+#include "base/time.h"
+
+#define MS VB_NS_PER_MS
+
+/* cmocka's asserts longjmp to the test thread: tasks check with this. */
+#define TASK_CHECK(cond) \
+	do { \
+		if (!(cond)) { \
+			fprintf(stderr, "%s:%d: task check failed: %s\n", __FILE__, __LINE__, #cond); \
+			abort(); \
+		} \
+	} while (0)
+
+struct ct {
+	struct ioh_task base;
+	struct vio_conn c;
+	struct vio_timer tm;
+	int step;
+	int home;
+	_Atomic int pending_seen;
+	_Atomic int moved;
+	ssize_t res;
+	int close_res;
+	int64_t t0, t1;
+	size_t len;
+	struct iovec iov[2];
+	char *big;
+	char buf[4096];
+};
+
+static void ct_fini(struct ioh_task *t)
+{
+	free(((struct ct *)t)->big);
+}
+
+static struct ct *ct_new(enum vrt_poll (*fn)(struct ioh_task *), int fd)
+{
+	struct ct *t = ioh_task_new(sizeof(struct ct), fn, ct_fini);
+
+	vio_conn_init(&t->c, fd);
+	vio_timer_init(&t->tm);
+	return t;
+}
+
+static void ct_join(struct ct *t)
+{
+	vrt_task_join_wait(&t->base.t);
+}
+
+/* Wait until at least `n` tasks were dropped (their memory freed). */
+static bool wait_drops(uint64_t n, unsigned ms)
+{
+	int64_t end = vb_now_ns() + (int64_t)ms * MS;
+
+	while (ioh_drops() < n) {
+		if (vb_now_ns() > end)
+			return false;
+		usleep(500);
+	}
+	return true;
+}
+
+static void wait_flag(_Atomic int *f)
+{
+	while (!atomic_load_explicit(f, memory_order_acquire))
+		usleep(200);
+}
+
+/* Read until EOF (or error): returns bytes read, -errno on error, with a
+ * timeout so a socket that is never closed fails the test. */
+static ssize_t drain_to_eof(int fd, unsigned ms)
+{
+	char buf[65536];
+	ssize_t total = 0;
+	int64_t end = vb_now_ns() + (int64_t)ms * MS;
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int left = (int)((end - vb_now_ns()) / MS);
+
+		if (left <= 0 || poll(&p, 1, left) <= 0)
+			return -ETIMEDOUT;
+		ssize_t r = recv(fd, buf, sizeof(buf), 0);
+		if (r == 0)
+			return total;
+		if (r < 0)
+			return errno == ECONNRESET ? total : -errno;
+		total += r;
+	}
+}
+
+static void two_workers(struct ioh *h)
+{
+	ioh_start(h, 2, NULL, NULL);
+}
+
+/* ------------------------------------------------ deadline on recv */
+
+static enum vrt_poll recv_deadline_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p;
+
+	switch (t->step) {
+	case 0:
+		t->t0 = vb_now_ns();
+		TASK_CHECK(vio_conn_set_deadline(&t->c, t->t0 + 50 * MS) == 0);
+		t->step = 1;
+		/* fall through */
+	case 1:
+		p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
+		if (p != VRT_READY)
+			return p;
+		t->t1 = vb_now_ns();
+		t->step = 2;
+		/* fall through */
+	default:
+		p = vio_conn_close(&t->c, &t->close_res);
+		return p;
+	}
+}
+
+static void test_recv_deadline(void **state)
+{
+	struct ioh h;
+	int fds[2];
+	struct ct *t;
+
+	(void)state;
+	two_workers(&h);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	t = ct_new(recv_deadline_poll, fds[0]);
+	ioh_spawn(&h, &t->base, true);
+	ct_join(t);
+	assert_int_equal(t->res, -ETIMEDOUT);
+	assert_true(t->t1 - t->t0 >= 50 * MS);
+	assert_true(t->t1 - t->t0 < 1000 * MS);
+	assert_int_equal(t->close_res, 0);
+	assert_int_equal(drain_to_eof(fds[1], 2000), 0);
+	vrt_task_unref(&t->base.t);
+	close(fds[1]);
+	ioh_stop(&h);
+}
+
+/* ------------------------------------------ cancel a reading task */
+
+static enum vrt_poll cancel_reader_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p;
+
+	if (vrt_task_is_cancelled(&self->t)) {
+		vio_conn_abandon(&t->c);
+		return VRT_READY;
+	}
+	p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
+	if (p == VRT_PENDING)
+		atomic_store_explicit(&t->pending_seen, 1, memory_order_release);
+	return p == VRT_READY ? VRT_READY : p;
+}
+
+static void test_cancel_reading_task(void **state)
+{
+	struct ioh h;
+	int fds[2];
+	struct ct *t;
+	uint64_t drops;
+
+	(void)state;
+	two_workers(&h);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	t = ct_new(cancel_reader_poll, fds[0]);
+	ioh_spawn(&h, &t->base, true);
+	wait_flag(&t->pending_seen);
+	drops = ioh_drops();
+	vrt_task_cancel(&t->base.t);
+	ct_join(t);
+	vrt_task_unref(&t->base.t);
+	/* Freed once the cancelled receive's last completion is reaped. */
+	assert_true(wait_drops(drops + 1, 2000));
+	/* ... and its socket closed: the peer sees EOF. */
+	assert_int_equal(drain_to_eof(fds[1], 2000), 0);
+	close(fds[1]);
+	ioh_stop(&h);
+}
+
+/* A task cancels a receive submitted on another worker's ring: the request
+ * goes through that worker's mailbox. */
+static enum vrt_poll remote_cancel_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p;
+
+	if (t->step == 0) {
+		t->home = vrt_worker_id();
+		t->step = 1;
+	}
+	if (t->step == 1) {
+		if (t->big) /* a send larger than the socket buffers: partial */
+			p = vio_conn_send(&t->c, t->big, t->len, &t->res);
+		else
+			p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
+		if (p == VRT_READY)
+			return VRT_READY; /* unexpected: the test checks `moved` */
+		t->step = 2;
+	}
+	if (vrt_worker_id() == t->home)
+		return VRT_YIELD; /* go through the injection queue until another worker runs us */
+	atomic_store_explicit(&t->moved, 1, memory_order_relaxed);
+	vio_conn_abandon(&t->c);
+	return VRT_READY;
+}
+
+static void remote_cancel(bool send)
+{
+	struct ioh h;
+	int fds[2], small = 4096;
+	struct ct *t;
+	uint64_t drops;
+	ssize_t got;
+
+	two_workers(&h);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	setsockopt(fds[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	t = ct_new(remote_cancel_poll, fds[0]);
+	if (send) {
+		t->len = 16u << 20;
+		t->big = calloc(1, t->len);
+	}
+	drops = ioh_drops();
+	ioh_spawn(&h, &t->base, true);
+	ct_join(t);
+	assert_int_equal(atomic_load(&t->moved), 1);
+	vrt_task_unref(&t->base.t);
+	assert_true(wait_drops(drops + 1, 2000));
+	got = drain_to_eof(fds[1], 3000);
+	assert_true(got >= 0);
+	if (send)
+		assert_true(got < (ssize_t)(16u << 20)); /* stopped part-way */
+	close(fds[1]);
+	ioh_stop(&h);
+}
+
+static void test_remote_cancel_recv(void **state)
+{
+	(void)state;
+	remote_cancel(false);
+}
+
+static void test_remote_cancel_send(void **state)
+{
+	(void)state;
+	remote_cancel(true);
+}
+
+/* ------------------------------------- deadline on a partial send */
+
+static enum vrt_poll send_deadline_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p;
+
+	if (t->step == 0) {
+		t->t0 = vb_now_ns();
+		TASK_CHECK(vio_conn_set_deadline(&t->c, t->t0 + 100 * MS) == 0);
+		t->step = 1;
+	}
+	if (t->step == 1) {
+		p = vio_conn_send(&t->c, t->big, t->len, &t->res);
+		if (p != VRT_READY)
+			return p;
+		t->t1 = vb_now_ns();
+		t->step = 2;
+	}
+	return vio_conn_close(&t->c, &t->close_res);
+}
+
+static void test_send_deadline_partial(void **state)
+{
+	struct ioh h;
+	struct vio_worker_stats ws[2];
+	int fds[2], small = 4096;
+	struct ct *t;
+	uint64_t partial = 0;
+
+	(void)state;
+	two_workers(&h);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	setsockopt(fds[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	t = ct_new(send_deadline_poll, fds[0]);
+	t->len = 16u << 20;
+	t->big = calloc(1, t->len);
+	ioh_spawn(&h, &t->base, true);
+	ct_join(t);
+	assert_int_equal(t->res, -ETIMEDOUT);
+	assert_true(t->t1 - t->t0 >= 100 * MS);
+	assert_true(t->t1 - t->t0 < 2000 * MS);
+	vio_stats_snapshot(h.io, ws, 2);
+	for (int i = 0; i < 2; i++)
+		partial += ws[i].send_partial;
+	assert_true(partial >= 1);
+	vrt_task_unref(&t->base.t);
+	assert_true(drain_to_eof(fds[1], 3000) >= 0);
+	close(fds[1]);
+	ioh_stop(&h);
+}
+
+/* -------------------------------------------- vectored send */
+
+static enum vrt_poll sendv_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p;
+
+	if (t->step == 0) {
+		p = vio_conn_sendv(&t->c, t->iov, 2, &t->res);
+		if (p != VRT_READY)
+			return p;
+		t->step = 1;
+	}
+	return vio_conn_close(&t->c, &t->close_res);
+}
+
+static void test_sendv_header_body(void **state)
+{
+	static const char hdr[] = "HTTP/1.1 200 OK\r\n\r\n";
+	size_t body = 3u << 20, total = sizeof(hdr) - 1 + body, got = 0;
+	struct ioh h;
+	int fds[2];
+	struct ct *t;
+	char *rx = malloc(total + 1);
+
+	(void)state;
+	two_workers(&h);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	t = ct_new(sendv_poll, fds[0]);
+	t->big = malloc(body);
+	for (size_t i = 0; i < body; i++)
+		t->big[i] = (char)(i * 7 + (i >> 12));
+	t->iov[0].iov_base = (void *)hdr;
+	t->iov[0].iov_len = sizeof(hdr) - 1;
+	t->iov[1].iov_base = t->big;
+	t->iov[1].iov_len = body;
+	ioh_spawn(&h, &t->base, true);
+	for (;;) {
+		ssize_t r = recv(fds[1], rx + got, total + 1 - got, 0);
+		assert_true(r >= 0);
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	ct_join(t);
+	assert_int_equal(t->res, (ssize_t)total);
+	assert_int_equal(got, total);
+	assert_memory_equal(rx, hdr, sizeof(hdr) - 1);
+	for (size_t i = 0; i < body; i++)
+		if (rx[sizeof(hdr) - 1 + i] != (char)(i * 7 + (i >> 12)))
+			fail_msg("body byte %zu differs", i);
+	vrt_task_unref(&t->base.t);
+	free(rx);
+	close(fds[1]);
+	ioh_stop(&h);
+}
+
+/* -------------------------------------------- half-close, reset */
+
+static enum vrt_poll half_close_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p;
+
+	for (;;) {
+		switch (t->step) {
+		case 0: /* read until the peer's EOF */
+			p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
+			if (p != VRT_READY)
+				return p;
+			if (t->res > 0) {
+				t->len += (size_t)t->res;
+				continue;
+			}
+			t->step = 1;
+			continue;
+		case 1: /* our side is still open for writing */
+			p = vio_conn_send(&t->c, "bye", 3, &t->res);
+			if (p != VRT_READY)
+				return p;
+			t->step = 2;
+			continue;
+		default:
+			return vio_conn_close(&t->c, &t->close_res);
+		}
+	}
+}
+
+static void test_half_close(void **state)
+{
+	struct ioh h;
+	int fds[2];
+	struct ct *t;
+	char buf[8];
+
+	(void)state;
+	two_workers(&h);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	t = ct_new(half_close_poll, fds[0]);
+	ioh_spawn(&h, &t->base, true);
+	assert_int_equal(send(fds[1], "hello", 5, 0), 5);
+	shutdown(fds[1], SHUT_WR);
+	assert_int_equal(recv(fds[1], buf, 3, MSG_WAITALL), 3);
+	assert_memory_equal(buf, "bye", 3);
+	assert_int_equal(drain_to_eof(fds[1], 2000), 0);
+	ct_join(t);
+	assert_int_equal(t->len, 5);
+	assert_int_equal(t->res, 3);
+	assert_int_equal(t->close_res, 0);
+	vrt_task_unref(&t->base.t);
+	close(fds[1]);
+	ioh_stop(&h);
+}
+
+static enum vrt_poll recv_once_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p;
+
+	if (t->step == 0) {
+		p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
+		if (p == VRT_PENDING)
+			atomic_store_explicit(&t->pending_seen, 1, memory_order_release);
+		if (p != VRT_READY)
+			return p;
+		t->step = 1;
+	}
+	return vio_conn_close(&t->c, &t->close_res);
+}
+
+static void test_reset(void **state)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct ioh h;
+	int fds[2];
+	struct ct *t;
+
+	(void)state;
+	two_workers(&h);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	t = ct_new(recv_once_poll, fds[0]);
+	ioh_spawn(&h, &t->base, true);
+	wait_flag(&t->pending_seen);
+	setsockopt(fds[1], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fds[1]);
+	ct_join(t);
+	assert_int_equal(t->res, -ECONNRESET);
+	vrt_task_unref(&t->base.t);
+	ioh_stop(&h);
+}
+
+/* ------------------------------------ close with a receive pending */
+
+static enum vrt_poll close_pending_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p;
+
+	if (t->step == 0) {
+		TASK_CHECK(vio_timer_arm(&t->tm, vb_now_ns() + 20 * MS) == 0);
+		t->step = 1;
+	}
+	if (t->step == 1) {
+		p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
+		if (p == VRT_READY)
+			return VRT_READY; /* unexpected: checked by the test */
+		if (!vio_timer_expired(&t->tm))
+			return p;
+		t->step = 2; /* the timer woke us: close with the recv pending */
+	}
+	return vio_conn_close(&t->c, &t->close_res);
+}
+
+static void test_close_with_recv_pending(void **state)
+{
+	struct ioh h;
+	int fds[2];
+	struct ct *t;
+
+	(void)state;
+	two_workers(&h);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	t = ct_new(close_pending_poll, fds[0]);
+	ioh_spawn(&h, &t->base, true);
+	ct_join(t);
+	assert_int_equal(t->step, 2);
+	assert_int_equal(t->close_res, 0);
+	assert_int_equal(drain_to_eof(fds[1], 2000), 0);
+	vrt_task_unref(&t->base.t);
+	close(fds[1]);
+	ioh_stop(&h);
+}
+
+/* --------------------- a stalled reader while the peer floods it */
+
+static enum vrt_poll slow_reader_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p;
+
+	if (t->step == 0) {
+		p = vio_sleep_until(&t->tm, t->t0);
+		if (p != VRT_READY)
+			return p;
+		t->step = 1;
+	}
+	for (;;) {
+		p = vio_conn_recv(&t->c, t->big + t->len, (16u << 20) - t->len, &t->res);
+		if (p != VRT_READY)
+			return p;
+		if (t->res <= 0)
+			break;
+		t->len += (size_t)t->res;
+	}
+	return vio_conn_close(&t->c, &t->close_res);
+}
+
+struct flood {
+	int fd;
+	size_t len;
+};
+
+static void *flood_main(void *arg)
+{
+	struct flood *f = arg;
+	char buf[65536];
+	size_t off = 0;
+
+	while (off < f->len) {
+		size_t n = f->len - off < sizeof(buf) ? f->len - off : sizeof(buf);
+		for (size_t i = 0; i < n; i++)
+			buf[i] = (char)((off + i) * 13 + ((off + i) >> 16));
+		ssize_t w = send(f->fd, buf, n, 0);
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	shutdown(f->fd, SHUT_WR);
+	return NULL;
+}
+
+static void test_stalled_reader(void **state)
+{
+	struct ioh h;
+	int fds[2];
+	struct ct *t;
+	struct flood f;
+	pthread_t th;
+
+	(void)state;
+	two_workers(&h);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	t = ct_new(slow_reader_poll, fds[0]);
+	t->big = malloc(16u << 20);
+	t->t0 = vb_now_ns() + 200 * MS; /* read nothing for 200 ms */
+	f.fd = fds[1];
+	f.len = 8u << 20;
+	pthread_create(&th, NULL, flood_main, &f);
+	ioh_spawn(&h, &t->base, true);
+	ct_join(t);
+	pthread_join(th, NULL);
+	assert_int_equal(t->len, f.len);
+	assert_int_equal(t->res, 0);
+	for (size_t i = 0; i < f.len; i++)
+		if (t->big[i] != (char)(i * 13 + (i >> 16)))
+			fail_msg("byte %zu differs", i);
+	vrt_task_unref(&t->base.t);
+	close(fds[1]);
+	ioh_stop(&h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_recv_deadline),
+		cmocka_unit_test(test_cancel_reading_task),
+		cmocka_unit_test(test_remote_cancel_recv),
+		cmocka_unit_test(test_remote_cancel_send),
+		cmocka_unit_test(test_send_deadline_partial),
+		cmocka_unit_test(test_sendv_header_body),
+		cmocka_unit_test(test_half_close),
+		cmocka_unit_test(test_reset),
+		cmocka_unit_test(test_close_with_recv_pending),
+		cmocka_unit_test(test_stalled_reader),
+	};
+
+	ioh_watchdog(ioh_under_tsan() ? 300 : 60, "test_io_conn");
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
