@@ -76,6 +76,8 @@ struct vjob_kind {
 	/* private: release what start/step acquired (may be NULL); called
 	 * once, when the job finishes or is freed unfinished. */
 	void (*fini)(struct vjob *job);
+	/* private: warm a library up (may be NULL); see vjob_warm_up. */
+	void (*warm_up)(void);
 };
 
 /* What the request brings to a job. */
@@ -115,6 +117,11 @@ const struct vjob_kind *vjob_kind_of(const struct vjob *job);
 uint32_t vjob_slices(const struct vjob *job);
 
 /* ------------------------------------------------------------ registry */
+
+/* Optional, once at start-up, any thread: let the libraries behind the kinds
+ * do their lazy one-time set-up now (OpenSSL 3 spends several milliseconds
+ * on its first digest), not inside the first job's slice on a worker. */
+void vjob_warm_up(void);
 
 /* Kinds in a fixed order: index i in [0, vjob_kind_count()) is stable for
  * the life of the program (per-kind statistics arrays). */

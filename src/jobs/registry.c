@@ -28,6 +28,13 @@ static const struct vjob_kind *const kinds[] = {
 
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
 
+void vjob_warm_up(void)
+{
+	for (size_t i = 0; i < N_KINDS; i++)
+		if (kinds[i]->warm_up)
+			kinds[i]->warm_up();
+}
+
 size_t vjob_kind_count(void)
 {
 	return N_KINDS;
