@@ -295,6 +295,7 @@ struct vrt {
 
 	pthread_mutex_t park_lock vb_cacheline_aligned;
 	_Atomic uint64_t *parked_bits;   /* nwords; written under park_lock */
+	unsigned wake_word;              /* under park_lock: next word to look at */
 
 	_Atomic uint64_t spawned_remote vb_cacheline_aligned;
 	_Atomic uint64_t force_completed;

@@ -31,3 +31,29 @@ tests_unit_test_rt_math_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS) -lm
 EXTRA_PROGRAMS += bench/rt_bench
 bench_rt_bench_SOURCES = bench/rt_bench.c
 bench_rt_bench_LDADD = $(VOLT_CORE_LIBS)
+
+# Stress tests: multi-threaded validators (seed printed, VOLTD_STRESS_SCALE,
+# watchdog); all of them also run in the ThreadSanitizer build.
+RT_STRESS = \
+	tests/stress/stress_rt_steal \
+	tests/stress/stress_rt_spawn \
+	tests/stress/stress_rt_idle \
+	tests/stress/stress_rt_notify \
+	tests/stress/stress_rt_busy2 \
+	tests/stress/stress_rt_search
+check_PROGRAMS += $(RT_STRESS)
+TESTS += $(RT_STRESS)
+TSAN_TESTS += $(RT_STRESS) tests/unit/test_rt_wsq
+EXTRA_DIST += tests/stress/stress_rt_harness.h
+tests_stress_stress_rt_steal_SOURCES = tests/stress/stress_rt_steal.c
+tests_stress_stress_rt_steal_LDADD = $(VOLT_CORE_LIBS)
+tests_stress_stress_rt_spawn_SOURCES = tests/stress/stress_rt_spawn.c
+tests_stress_stress_rt_spawn_LDADD = $(VOLT_CORE_LIBS)
+tests_stress_stress_rt_idle_SOURCES = tests/stress/stress_rt_idle.c
+tests_stress_stress_rt_idle_LDADD = $(VOLT_CORE_LIBS)
+tests_stress_stress_rt_notify_SOURCES = tests/stress/stress_rt_notify.c
+tests_stress_stress_rt_notify_LDADD = $(VOLT_CORE_LIBS)
+tests_stress_stress_rt_busy2_SOURCES = tests/stress/stress_rt_busy2.c
+tests_stress_stress_rt_busy2_LDADD = $(VOLT_CORE_LIBS)
+tests_stress_stress_rt_search_SOURCES = tests/stress/stress_rt_search.c
+tests_stress_stress_rt_search_LDADD = $(VOLT_CORE_LIBS)

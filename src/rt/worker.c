@@ -106,10 +106,16 @@ void vrt__unpark_all(struct vrt *rt)
 		unpark_worker(rt, i);
 }
 
-/* Under park_lock: take one parked worker out of the bitmap (ctz). */
+/* Under park_lock: take one parked worker out of the bitmap (ctz). With
+ * more than 64 workers the first word looked at rotates, so that every
+ * word's sleepers get their turn. */
 static int pop_parked_locked(struct vrt *rt)
 {
-	for (unsigned i = 0; i < rt->nwords; i++) {
+	unsigned start = rt->wake_word;
+
+	if (rt->nwords > 1)
+		rt->wake_word = start + 1 == rt->nwords ? 0 : start + 1;
+	for (unsigned k = 0, i = start; k < rt->nwords; k++, i = i + 1 == rt->nwords ? 0 : i + 1) {
 		/* relaxed: written only under park_lock, which we hold. */
 		uint64_t b = atomic_load_explicit(&rt->parked_bits[i], memory_order_relaxed);
 		if (b) {
