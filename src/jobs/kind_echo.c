@@ -3,6 +3,7 @@
  * jobs/kind_echo.c: POST /v1/echo -> 200, the request body back
  * (application/octet-stream). The body buffer moves from the input to the
  * result: no copy. Done in one step, in the exec stage like every job.
+ * Threading: a job is stepped by one thread at a time (job.h).
  */
 #include "jobs/internal.h"
 

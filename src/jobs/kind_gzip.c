@@ -11,6 +11,7 @@
  * stream (about 256 KiB) and the output buffer (deflateBound of the whole
  * body, so the stream never waits for room) are allocated at the first step
  * and the stream is released as soon as the job is done.
+ * Threading: a job is stepped by one thread at a time (job.h).
  */
 #include "jobs/internal.h"
 #include "base/time.h"

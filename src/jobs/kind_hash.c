@@ -5,6 +5,7 @@
  * defaults to sha256; any other value is a 400. Runs in slices of HASH_PIECE
  * bytes, checking the deadline after each. The EVP context is created at the
  * first step (queued jobs hold no library state) and freed when done.
+ * Threading: a job is stepped by one thread at a time (job.h).
  */
 #include "jobs/internal.h"
 #include "base/time.h"

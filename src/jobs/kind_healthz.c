@@ -2,6 +2,7 @@
 /*
  * jobs/kind_healthz.c: GET|HEAD /healthz -> 200 "ok\n". Finishes in
  * vjob_new, so the parse stage answers it without queueing. Stateless.
+ * Threading: a job is stepped by one thread at a time (job.h).
  */
 #include "jobs/internal.h"
 

@@ -4,6 +4,7 @@
  * when the server says it is not ready (vjob_input.ready: jobs channel at
  * least 90 % full, or draining). Finishes in vjob_new, like healthz: a
  * readiness probe must not wait behind the queue it reports on. Stateless.
+ * Threading: a job is stepped by one thread at a time (job.h).
  */
 #include "jobs/internal.h"
 

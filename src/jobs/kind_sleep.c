@@ -4,6 +4,7 @@
  * after the job was created. The job never blocks: its step returns
  * VJOB_SLEEP with the wake time and the exec stage waits on an I/O timer.
  * 400 when ms is missing, not a strict decimal or above sleep_max_ms.
+ * Threading: a job is stepped by one thread at a time (job.h).
  */
 #include "jobs/internal.h"
 #include "base/time.h"

@@ -5,6 +5,7 @@
  * shared/peers/http run, bit for bit). 400 when n is missing, not a strict
  * decimal or above spin_max_n. Runs in slices: the clock is read every
  * SPIN_CHUNK rounds (about 7 us) and the slice ends at the deadline.
+ * Threading: a job is stepped by one thread at a time (job.h).
  */
 #include "jobs/internal.h"
 #include "base/time.h"
