@@ -366,6 +366,8 @@ static inline bool batch_ready(struct vch *ch, unsigned dir)
 	return dir == VCH_DIR_SEND ? cap - len >= batch : len >= batch;
 }
 
+bool vch__test_park_at_once;
+
 static inline enum vch_status attempt(struct vch *ch, unsigned dir, uint64_t *v)
 {
 	return dir == VCH_DIR_SEND ? vch__send_attempt(ch, *v) : vch__recv_attempt(ch, v);
@@ -377,6 +379,7 @@ static enum vch_status block_wait(struct vch *ch, unsigned dir, uint64_t *v,
 	const enum vch_status busy = dir == VCH_DIR_SEND ? VCH_FULL : VCH_EMPTY;
 	struct vch_waitq *q = vch__queue_of(ch, dir);
 	struct vch_side_stats *st = dir == VCH_DIR_SEND ? &ch->send_stats : &ch->recv_stats;
+	const unsigned rounds = vch__test_park_at_once ? 0 : VCH_BLOCK_SPIN_STEPS + VCH_BLOCK_YIELDS;
 	struct vch_waiter w;
 	enum vch_status r;
 
@@ -386,7 +389,7 @@ static enum vch_status block_wait(struct vch *ch, unsigned dir, uint64_t *v,
 	for (;;) {
 		unsigned step = 0;
 
-		for (unsigned i = 0; i < VCH_BLOCK_SPIN_STEPS + VCH_BLOCK_YIELDS; i++) {
+		for (unsigned i = 0; i < rounds; i++) {
 			vch__backoff(&step);
 			if (i < VCH_BLOCK_SPIN_STEPS && !batch_ready(ch, dir) &&
 			    !vch_is_closed(ch))

@@ -138,6 +138,11 @@ static inline void vch__waitq_notify(struct vch_waitq *q)
 		vch__waitq_notify_one(q);
 }
 
+/* Test hook: blocking waits skip the spin and yield rounds and park at
+ * once, so stress tests exercise the sleeping path. Set it only while no
+ * blocking operation is in flight. */
+extern bool vch__test_park_at_once;
+
 /* Bounded exponential back-off: pause 2^step times up to 2^6, then yield. */
 void vch__backoff(unsigned *step);
 

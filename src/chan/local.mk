@@ -18,6 +18,12 @@ tests_unit_test_chan_wait_SOURCES = tests/unit/test_chan_wait.c
 tests_unit_test_chan_wait_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_chan_wait_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS)
 
+check_PROGRAMS += tests/stress/stress_chan
+TESTS += tests/stress/stress_chan
+TSAN_TESTS += tests/stress/stress_chan
+tests_stress_stress_chan_SOURCES = tests/stress/stress_chan.c
+tests_stress_stress_chan_LDADD = $(VOLT_CORE_LIBS)
+
 EXTRA_PROGRAMS += bench/chan_bench
 bench_chan_bench_SOURCES = bench/chan_bench.c
 bench_chan_bench_LDADD = $(VOLT_CORE_LIBS)
