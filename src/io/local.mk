@@ -62,3 +62,26 @@ tests_unit_test_io_timer_libev_LDADD = $(IO_TEST_LDADD)
 tests_unit_test_io_timer_auto_SOURCES = tests/unit/test_io_timer.c $(IO_HARNESS)
 tests_unit_test_io_timer_auto_CFLAGS = $(IO_TEST_CFLAGS)
 tests_unit_test_io_timer_auto_LDADD = $(IO_TEST_LDADD)
+
+check_PROGRAMS += tests/unit/test_io_park_uring tests/unit/test_io_park_libev
+TESTS += tests/unit/test_io_park_uring tests/unit/test_io_park_libev
+TSAN_TESTS += tests/unit/test_io_park_uring tests/unit/test_io_park_libev
+tests_unit_test_io_park_uring_SOURCES = tests/unit/test_io_park.c $(IO_HARNESS)
+tests_unit_test_io_park_uring_CPPFLAGS = $(AM_CPPFLAGS) $(IO_URING)
+tests_unit_test_io_park_uring_CFLAGS = $(IO_TEST_CFLAGS)
+tests_unit_test_io_park_uring_LDADD = $(IO_TEST_LDADD)
+tests_unit_test_io_park_libev_SOURCES = tests/unit/test_io_park.c $(IO_HARNESS)
+tests_unit_test_io_park_libev_CPPFLAGS = $(AM_CPPFLAGS) $(IO_LIBEV)
+tests_unit_test_io_park_libev_CFLAGS = $(IO_TEST_CFLAGS)
+tests_unit_test_io_park_libev_LDADD = $(IO_TEST_LDADD)
+
+# The seccomp helper (no io_uring) and the test that runs the backend=auto
+# builds through it.
+check_PROGRAMS += tests/helpers/no_uring
+tests_helpers_no_uring_SOURCES = tests/helpers/no_uring.c
+
+check_PROGRAMS += tests/unit/test_io_fallback
+TESTS += tests/unit/test_io_fallback
+tests_unit_test_io_fallback_SOURCES = tests/unit/test_io_fallback.c
+tests_unit_test_io_fallback_CFLAGS = $(IO_TEST_CFLAGS)
+tests_unit_test_io_fallback_LDADD = $(IO_TEST_LDADD)
