@@ -25,6 +25,7 @@ tests_unit_test_http_parser_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
 
 check_PROGRAMS += tests/unit/test_http_response
 TESTS += tests/unit/test_http_response
+TSAN_TESTS += tests/unit/test_http_response
 tests_unit_test_http_response_SOURCES = tests/unit/test_http_response.c
 tests_unit_test_http_response_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_http_response_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
