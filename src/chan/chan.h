@@ -12,8 +12,10 @@
  * Progress: try_send / try_recv are lock-free in the usual Vyukov sense: they
  * never wait for a lock, but an operation whose slot is still being filled or
  * emptied by a thread that already claimed it waits (spins, then yields) for
- * that claim to finish. They do not fail spuriously: FULL / EMPTY mean the
- * channel was full / empty (no claim in flight) at a point during the call.
+ * that claim to finish; a lost claim race backs off briefly. FULL / EMPTY
+ * mean the ring positions showed no room / no value during the call (a claim
+ * in flight is waited for, not reported). Blocking and async waits re-check
+ * after registering and cannot miss a wakeup.
  * Waiter registration takes a mutex that guards only the waiter lists, and
  * only when more than one waiter waits on the same side.
  */
@@ -71,6 +73,11 @@ bool vch_is_closed(const struct vch *ch);
 /*
  * Blocking operations for plain threads (never from a task's poll: they
  * would block a worker). They spin briefly, yield, then sleep on a futex.
+ * While spinning (about 2 us) a blocked sender waits for a batch of free
+ * slots and a blocked receiver for a batch of values (capacity / 16, at most
+ * 64) before retrying, which keeps the two sides off each other's cache
+ * lines; a receiver that found the channel empty may therefore take a lone
+ * value up to those 2 us late. The async forms do not batch.
  * send: OK / CLOSED; recv: OK / CLOSED. The _timed forms also return
  * TIMEDOUT after timeout_ns (< 0: no limit).
  */
@@ -109,7 +116,7 @@ void vch_waiter_init(struct vch_waiter *w);
  *   PENDING  full (send) / empty (recv): the waiter is registered; the task
  *            returns VRT_PENDING and is woken when room / a value appears or
  *            the channel closes; then it calls the same function again with
- *            the same waiter (and, for send, the same value).
+ *            the same waiter (the waiter does not hold the value).
  *   YIELD    budget spent: return VRT_YIELD and call again when polled.
  * Called outside a task, they behave like try_send / try_recv (FULL / EMPTY).
  * A waiter serves one channel and one direction until it is idle again.
