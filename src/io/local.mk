@@ -85,3 +85,14 @@ TESTS += tests/unit/test_io_fallback
 tests_unit_test_io_fallback_SOURCES = tests/unit/test_io_fallback.c
 tests_unit_test_io_fallback_CFLAGS = $(IO_TEST_CFLAGS)
 tests_unit_test_io_fallback_LDADD = $(IO_TEST_LDADD)
+
+check_PROGRAMS += tests/unit/test_io_fdlimit_uring tests/unit/test_io_fdlimit_libev
+TESTS += tests/unit/test_io_fdlimit_uring tests/unit/test_io_fdlimit_libev
+tests_unit_test_io_fdlimit_uring_SOURCES = tests/unit/test_io_fdlimit.c $(IO_HARNESS)
+tests_unit_test_io_fdlimit_uring_CPPFLAGS = $(AM_CPPFLAGS) $(IO_URING)
+tests_unit_test_io_fdlimit_uring_CFLAGS = $(IO_TEST_CFLAGS)
+tests_unit_test_io_fdlimit_uring_LDADD = $(IO_TEST_LDADD)
+tests_unit_test_io_fdlimit_libev_SOURCES = tests/unit/test_io_fdlimit.c $(IO_HARNESS)
+tests_unit_test_io_fdlimit_libev_CPPFLAGS = $(AM_CPPFLAGS) $(IO_LIBEV)
+tests_unit_test_io_fdlimit_libev_CFLAGS = $(IO_TEST_CFLAGS)
+tests_unit_test_io_fdlimit_libev_LDADD = $(IO_TEST_LDADD)
