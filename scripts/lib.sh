@@ -39,7 +39,7 @@ ensure_build() {
 	mkdir -p "$dir"
 	if [ ! -f "$dir/Makefile" ] || [ "$(cat "$dir/.configure-args" 2>/dev/null)" != "$args" ] ||
 	   [ "$top/configure" -nt "$dir/config.status" ]; then
-		say "configure $1 $args"
+		say "configure ${dir#$top/} $args"
 		(cd "$dir" && "$top/configure" -q $args >/dev/null) || return 1
 		printf '%s' "$args" > "$dir/.configure-args"
 	fi

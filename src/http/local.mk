@@ -5,10 +5,6 @@ libvolt_a_SOURCES += \
 	src/http/response.c src/http/response.h \
 	src/http/query.c src/http/query.h
 
-# The http layer relies on llhttp's strict build: without it llhttp does not
-# check the CRLF after chunk data (bad chunk framing would pass) and accepts
-# a CR not followed by LF. The lead may move this flag into Makefile.am.
-libllhttp_a_CFLAGS += -DLLHTTP_STRICT_MODE=1
 
 check_PROGRAMS += tests/unit/test_histogram
 TESTS += tests/unit/test_histogram
@@ -30,9 +26,6 @@ tests_unit_test_http_response_SOURCES = tests/unit/test_http_response.c
 tests_unit_test_http_response_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_http_response_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
 
-# src/jobs has its own fragment; the lead may move this include into
-# Makefile.am (then delete it here).
-include $(top_srcdir)/src/jobs/local.mk
 
 # libFuzzer harness over http + jobs: tests/fuzz/run-fuzz.sh builds it with
 # clang and runs it for FUZZ_SECONDS (default 20) from tests/fuzz/corpus;
