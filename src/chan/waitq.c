@@ -53,6 +53,13 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdalign.h>
+
+/* A waiter's address never collides with the LIST marker. Reuse of a
+ * waiter's address (withdraw, register again) is harmless for the CAS
+ * claims below: a claim takes whatever registration occupies the slot at
+ * the CAS and reads its fields only afterwards, so there is no ABA. */
+static_assert(alignof(struct vch_waiter) > VCH_WQ_LIST, "waiter alignment");
 
 void vch__backoff(unsigned *step)
 {
