@@ -106,21 +106,22 @@ unsigned vio__theap_run(struct vio_theap *h, int64_t now);
 /* ------------------------------------------------------------ listeners */
 
 struct vio_lsock {
-	int fd;
+	int fd;                    /* constant */
 	bool own_fd;               /* close it at the end (adopted duplicates: once) */
 	struct vio_worker *home;   /* accepts on this worker; constant */
 	struct vio_listener *l;
-	pthread_mutex_t mu;        /* guards the fields down to `closed` */
+	pthread_mutex_t mu;        /* guards q.. and the two flags after it */
 	int *q;                    /* ring of accepted fds */
 	unsigned qcap, qhead, qlen;
-	struct vrt_task *waiter;   /* ref held */
 	bool throttled;            /* stopped because q is full; the consumer kicks home */
 	bool closed;
-	/* owner-private (home worker thread) */
+	struct vrt_task *waiter;   /* ref held */
+	/* Owner-private (home worker thread); kept apart from the fields
+	 * above so that no widened load or store spans both groups. */
+	int64_t resume_at;         /* paused after EMFILE until then (0: not paused) */
 	bool armed;                /* a (multishot) accept or ev_io is live */
 	bool stopping;             /* stop requested; fd closes at the end */
 	bool fd_closed;
-	int64_t resume_at;         /* paused after EMFILE until then (0: not paused) */
 	struct vio_req arm_req, stop_req;
 	void *evw[8];              /* libev watcher storage */
 };

@@ -96,3 +96,13 @@ tests_unit_test_io_fdlimit_libev_SOURCES = tests/unit/test_io_fdlimit.c $(IO_HAR
 tests_unit_test_io_fdlimit_libev_CPPFLAGS = $(AM_CPPFLAGS) $(IO_LIBEV)
 tests_unit_test_io_fdlimit_libev_CFLAGS = $(IO_TEST_CFLAGS)
 tests_unit_test_io_fdlimit_libev_LDADD = $(IO_TEST_LDADD)
+
+check_PROGRAMS += tests/stress/stress_io_steal_uring tests/stress/stress_io_steal_libev
+TESTS += tests/stress/stress_io_steal_uring tests/stress/stress_io_steal_libev
+TSAN_TESTS += tests/stress/stress_io_steal_uring tests/stress/stress_io_steal_libev
+tests_stress_stress_io_steal_uring_SOURCES = tests/stress/stress_io_steal.c $(IO_HARNESS)
+tests_stress_stress_io_steal_uring_CPPFLAGS = $(AM_CPPFLAGS) $(IO_URING)
+tests_stress_stress_io_steal_uring_LDADD = $(VOLT_ALL_LIBS)
+tests_stress_stress_io_steal_libev_SOURCES = tests/stress/stress_io_steal.c $(IO_HARNESS)
+tests_stress_stress_io_steal_libev_CPPFLAGS = $(AM_CPPFLAGS) $(IO_LIBEV)
+tests_stress_stress_io_steal_libev_LDADD = $(VOLT_ALL_LIBS)
