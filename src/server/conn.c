@@ -290,29 +290,39 @@ static bool ready_for_jobs(struct vsrv *srv)
 	return !draining(srv) && vch_len(srv->jobs) < srv->ready_limit;
 }
 
-/* Put a job on `jobs`. False when it must wait (c->pending set). */
+/* Offer a job to `jobs`. Its gauge moves to exec first: once sent, the job
+ * is an executor's and we may not touch it; if it was not sent, it moves
+ * back. */
+static enum vch_status send_job(struct vsrv_conn *c, struct vsrv_job *job, bool wait)
+{
+	struct vsrv *srv = c->srv;
+	enum vch_status st;
+
+	vsrv__job_stage(srv, job, VSRV_J_EXEC);
+	st = wait ? vch_send_poll(srv->jobs, &c->jw, vch_val(job)) : vch_try_send(srv->jobs, vch_val(job));
+	if (st != VCH_OK)
+		vsrv__job_stage(srv, job, VSRV_J_PARSE);
+	return st;
+}
+
+/* Put a job on `jobs`, or leave it in c->pending when it must wait. */
 static void dispatch(struct vsrv_conn *c, struct vsrv_job *job, uint8_t version_minor)
 {
 	struct vsrv *srv = c->srv;
 	enum vch_status st;
 
-	vsrv__job_stage(srv, job, VSRV_J_PARSE);
 	if (srv->cfg.on_full == VSRV_ON_FULL_WAIT) {
-		st = vch_send_poll(srv->jobs, &c->jw, vch_val(job));
-		if (st == VCH_OK) {
-			vsrv__job_stage(srv, job, VSRV_J_EXEC);
+		st = send_job(c, job, true);
+		if (st == VCH_OK)
 			return;
-		}
 		if (st == VCH_PENDING || st == VCH_YIELD) {
 			c->pending = job; /* parsing and reading stop until it is sent */
 			return;
 		}
 	} else {
-		st = vch_try_send(srv->jobs, vch_val(job));
-		if (st == VCH_OK) {
-			vsrv__job_stage(srv, job, VSRV_J_EXEC);
+		st = send_job(c, job, false);
+		if (st == VCH_OK)
 			return;
-		}
 		VSRV_INC(srv, shed);
 	}
 	/* Full in shed mode, or closed (shutting down): 503 at once. */
@@ -728,16 +738,14 @@ static enum vrt_poll conn_poll(struct vrt_task *t)
 		}
 		if (c->pending) {
 			struct vsrv_job *job = c->pending;
-			enum vch_status st = vch_send_poll(c->srv->jobs, &c->jw, vch_val(job));
+			enum vch_status st = send_job(c, job, true);
 
 			if (st == VCH_YIELD)
 				return VRT_YIELD;
 			if (st != VCH_PENDING) {
 				c->pending = NULL;
 				progress = true;
-				if (st == VCH_OK) {
-					vsrv__job_stage(c->srv, job, VSRV_J_EXEC);
-				} else { /* closed: shutting down */
+				if (st != VCH_OK) { /* closed: shutting down */
 					uint64_t seq = job->seq;
 					bool close = !job->keep_alive, head_only = job->head_only;
 					unsigned kind = job->kind;

@@ -6,3 +6,16 @@ libvolt_a_SOURCES += \
 	src/server/server.c \
 	src/server/conn.c \
 	src/server/stages.c
+
+# Integration tests: a real voltd per I/O backend (tests/integration/httputil.py).
+TESTS += \
+	tests/integration/test_http_routes.py \
+	tests/integration/test_http_protocol.py \
+	tests/integration/test_http_timeouts.py \
+	tests/integration/test_http_load.py
+EXTRA_DIST += \
+	tests/integration/httputil.py \
+	tests/integration/test_http_routes.py \
+	tests/integration/test_http_protocol.py \
+	tests/integration/test_http_timeouts.py \
+	tests/integration/test_http_load.py

@@ -221,15 +221,18 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 	}
 	for (;;) {
 		if (x->out) {
+			/* The gauge moves first: once sent, the job is a
+			 * writer's and we may not touch it. */
+			vsrv__job_stage(srv, x->out, VSRV_J_WRITE);
 			st = vch_send_poll(srv->replies, &x->sw, vch_val(x->out));
+			if (st != VCH_OK)
+				vsrv__job_stage(srv, x->out, VSRV_J_EXEC);
 			if (st == VCH_PENDING)
 				return VRT_PENDING;
 			if (st == VCH_YIELD)
 				return VRT_YIELD;
-			if (st == VCH_OK)
-				vsrv__job_stage(srv, x->out, VSRV_J_WRITE);
-			else
-				job_drop(srv, x->out); /* closed: shutting down */
+			if (st == VCH_CLOSED)
+				job_drop(srv, x->out); /* shutting down */
 			x->out = NULL;
 		}
 		int64_t now = vb_now_ns();
