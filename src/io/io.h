@@ -86,7 +86,9 @@ void vio_free(struct vio *io);
  * the kernel picks one port, shared by all), each accepting on its own
  * worker (multishot accept / an ev_io). Accepted sockets are non-blocking
  * and close-on-exec. Under fd exhaustion (EMFILE/ENFILE) a socket pauses
- * for accept_pause_ms, logs rate-limited, and resumes.
+ * for accept_pause_ms, logs rate-limited, and resumes. io_uring reads
+ * RLIMIT_NOFILE when an accept is armed: set the limit before creating
+ * listeners (a change applies at the next re-arm).
  */
 int vio_listener_new(struct vio *io, const struct sockaddr *addr, socklen_t addrlen,
 		     int backlog, struct vio_listener **out);

@@ -45,7 +45,20 @@ static int limit_with_room(int room)
 	}
 }
 
-/* The server: exits 0 when it paused at least once and saw no errors. */
+static int count_open_fds(void)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 4096; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			n++;
+	return n;
+}
+
+/* The server: exits 0 when it paused at least once and saw no errors.
+ * io_uring captures RLIMIT_NOFILE when an accept is submitted, so the
+ * limit is lowered before the server starts: a dry run measures how many
+ * descriptors the server itself needs. */
 static void server(int wfd, int rfd)
 {
 	struct ioh h;
@@ -53,18 +66,29 @@ static void server(int wfd, int rfd)
 	struct vio_worker_stats ws[2];
 	struct rlimit rl;
 	uint64_t pauses = 0;
+	int base, need;
 	char c;
 
 	ioh_watchdog(60, "fdlimit server");
+	base = count_open_fds();
 	ioh_start(&h, 2, NULL, NULL);
 	memset(&e, 0, sizeof(e));
 	if (ioh_echo_start(&h, &e) < 0)
 		_exit(99);
+	need = count_open_fds() - base;
+	ioh_echo_stop(&e, 1000);
+	ioh_stop(&h);
+
 	getrlimit(RLIMIT_NOFILE, &rl);
-	rl.rlim_cur = (rlim_t)limit_with_room(ROOM);
+	rl.rlim_cur = (rlim_t)limit_with_room(need + ROOM);
 	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
 		_exit(99);
-	fprintf(stderr, "# server: RLIMIT_NOFILE %lu\n", (unsigned long)rl.rlim_cur);
+	fprintf(stderr, "# server: needs %d fds, RLIMIT_NOFILE %lu\n", need,
+		(unsigned long)rl.rlim_cur);
+	ioh_start(&h, 2, NULL, NULL);
+	memset(&e, 0, sizeof(e));
+	if (ioh_echo_start(&h, &e) < 0)
+		_exit(99);
 	if (write(wfd, &e.port, sizeof(e.port)) != sizeof(e.port))
 		_exit(99);
 	while (read(rfd, &c, 1) > 0) /* until the parent is done */
