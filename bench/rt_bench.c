@@ -20,7 +20,8 @@
  * allocates every task too).
  *
  * Usage: rt_bench [--drivers none] [--stealing on|off] [--lifo on|off]
- *                 [--reps N] [--warmup N] [--raw] [--csv] [FILTER...]
+ *                 [--reps N] [--warmup N] [--raw] [--csv] [--stats] [FILTER...]
+ * (--stats prints the runtime's counters after each workload.)
  * spawn_many_remote_busy2 runs only when named exactly (60 s watchdog: DNF,
  * exit status 3). Threading: the main thread spawns and times; 2 workers.
  */
@@ -53,7 +54,7 @@
 
 struct opts {
 	unsigned reps, warmup;
-	bool raw, csv;
+	bool raw, csv, stats;
 	bool stealing, lifo;
 	int nfilters;
 	char **filters;
@@ -253,12 +254,11 @@ static struct btask *bt_new(enum vrt_poll (*fn)(struct btask *), struct ctx *c)
 	return bt_alloc(fn, c, sizeof(struct btask));
 }
 
-/* Spawn detached (the handle is dropped at once). */
+/* Spawn detached (Tokio: the JoinHandle is dropped at once). */
 static void spawn_detached(struct vrt *rt, struct btask *b)
 {
-	if (vrt_spawn(rt, &b->t) != 0)
+	if (vrt_spawn_detached(rt, &b->t) != 0)
 		die("spawn refused");
-	vrt_task_unref(&b->t);
 }
 
 static void signal_main(struct ctx *c)
@@ -297,6 +297,25 @@ static struct ctx *ctx_new(void)
 	if (!c->handles)
 		die("out of memory");
 	return c;
+}
+
+/* --stats: the runtime's counters, summed over this workload's life. */
+static void print_stats(struct ctx *c, const char *name)
+{
+	struct vrt_worker_stats ws[NUM_WORKERS];
+	struct vrt_stats st;
+
+	if (!opt.stats)
+		return;
+	vrt_stats_snapshot(c->rt, &st, ws, NUM_WORKERS);
+	for (unsigned i = 0; i < NUM_WORKERS; i++)
+		printf("#stats %s w%u: polls=%" PRIu64 " lifo=%" PRIu64 " steal_ops=%" PRIu64 " stolen=%" PRIu64
+		       " stolen_from=%" PRIu64 " overflows=%" PRIu64 "/%" PRIu64 " batches=%" PRIu64 "/%" PRIu64
+		       " parks=%" PRIu64 " unparks=%" PRIu64 " searching=%" PRIu64 " gi=%u ewma=%" PRIu64 "ns busy=%.1fms\n",
+		       name, i, ws[i].polls, ws[i].lifo_polls, ws[i].steal_ops, ws[i].tasks_stolen,
+		       ws[i].tasks_stolen_from, ws[i].overflows, ws[i].tasks_overflowed, ws[i].global_batches,
+		       ws[i].global_tasks, ws[i].parks, ws[i].unparks, ws[i].searching_transitions,
+		       ws[i].global_interval, ws[i].ewma_poll_ns, (double)ws[i].busy_ns / 1e6);
 }
 
 static void ctx_free(struct ctx *c)
@@ -351,6 +370,7 @@ static void spawn_many_local(void)
 
 	emit("spawn_many_local", measure(body_spawn_many_local, c), NUM_SPAWN, "task",
 	     "spawner = task on a worker");
+	print_stats(c, "spawn_many_local");
 	ctx_free(c);
 }
 
@@ -373,6 +393,7 @@ static void spawn_many_local_blockon(void)
 
 	emit("spawn_many_local_blockon", measure(body_remote_counter, c), NUM_SPAWN, "task",
 	     "voltd: no block_on; 10,000 spawns from the main thread (remote, as in tokio 1.24)");
+	print_stats(c, "spawn_many_local_blockon");
 	ctx_free(c);
 }
 
@@ -382,6 +403,7 @@ static void spawn_many_remote_idle_counter(void)
 
 	emit("spawn_many_remote_idle_counter", measure(body_remote_counter, c), NUM_SPAWN, "task",
 	     "countdown completion, handles detached");
+	print_stats(c, "spawn_many_remote_idle_counter");
 	ctx_free(c);
 }
 
@@ -413,6 +435,7 @@ static void spawn_many_remote_idle(void)
 
 	emit("spawn_many_remote_idle", measure(body_remote_idle, c), NUM_SPAWN, "task",
 	     "handles joined in order (vrt_task_join_wait)");
+	print_stats(c, "spawn_many_remote_idle");
 	ctx_free(c);
 }
 
@@ -460,6 +483,7 @@ static void spawn_many_remote_busy1(void)
 	stop_busy(c, busy, 2 * NUM_WORKERS);
 	emit("spawn_many_remote_busy1", s, NUM_SPAWN, "task",
 	     "handles joined in order; 4 yield+stall(10us) tasks busy");
+	print_stats(c, "spawn_many_remote_busy1");
 	ctx_free(c);
 }
 
@@ -474,6 +498,7 @@ static void spawn_many_remote_busy1_counter(void)
 	stop_busy(c, busy, 2 * NUM_WORKERS);
 	emit("spawn_many_remote_busy1_counter", s, NUM_SPAWN, "task",
 	     "countdown completion; 4 yield+stall tasks busy");
+	print_stats(c, "spawn_many_remote_busy1_counter");
 	ctx_free(c);
 }
 
@@ -531,6 +556,7 @@ static void spawn_many_remote_busy2(void)
 	pthread_join(wd, NULL);
 	emit("spawn_many_remote_busy2", s, NUM_SPAWN_BUSY2, "task",
 	     "handles joined in order; 2 respawning stall(10us) chains");
+	print_stats(c, "spawn_many_remote_busy2");
 	ctx_free(c);
 }
 
@@ -598,6 +624,7 @@ static void ping_pong(void)
 	struct ctx *c = ctx_new();
 
 	emit("ping_pong", measure(body_ping_pong, c), NUM_PINGS, "ping", "Tokio bench workload; vrt_oneshot");
+	print_stats(c, "ping_pong");
 	ctx_free(c);
 }
 
@@ -629,6 +656,7 @@ static void yield_many(void)
 
 	emit("yield_many", measure(body_yield_many, c), YIELD_TASKS * NUM_YIELD, "yield",
 	     "Tokio bench workload; reports on a semaphore");
+	print_stats(c, "yield_many");
 	ctx_free(c);
 }
 
@@ -661,6 +689,7 @@ static void chained_spawn(void)
 	struct ctx *c = ctx_new();
 
 	emit("chained_spawn", measure(body_chained_spawn, c), CHAIN_ITER, "spawn", "Tokio bench workload");
+	print_stats(c, "chained_spawn");
 	ctx_free(c);
 }
 
@@ -709,6 +738,8 @@ int main(int argc, char **argv)
 			opt.raw = true;
 		else if (!strcmp(a, "--csv"))
 			opt.csv = true;
+		else if (!strcmp(a, "--stats"))
+			opt.stats = true;
 		else if (!strcmp(a, "--drivers")) {
 			const char *v = i + 1 < argc ? argv[++i] : "";
 			if (strcmp(v, "none"))
@@ -718,7 +749,7 @@ int main(int argc, char **argv)
 		else if (!strcmp(a, "--lifo"))
 			opt.lifo = parse_onoff(i + 1 < argc ? argv[++i] : NULL);
 		else if (!strncmp(a, "--", 2))
-			die("unknown option (--reps N --warmup N --raw --csv --drivers none --stealing on|off --lifo on|off)");
+			die("unknown option (--reps N --warmup N --raw --csv --stats --drivers none --stealing on|off --lifo on|off)");
 		else {
 			opt.filters[opt.nfilters++] = argv[i];
 			if (!strcmp(a, "spawn_many_remote_busy2"))

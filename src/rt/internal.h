@@ -220,6 +220,7 @@ struct vrt_worker {
 	/* yielded tasks on their way to the injection queue (through next) */
 	struct vrt_task *yq_head, *yq_tail;
 	unsigned yq_len;
+	bool yq_forced;             /* a budget-forced yield is in the list */
 	struct vb_rng rng;
 	unsigned gi_countdown, io_countdown;
 	unsigned interval;          /* current global interval */

@@ -64,6 +64,12 @@ void vrt_task_init(struct vrt_task *t, const struct vrt_task_vtable *vt);
  * The runtime takes its own reference. Returns 0, or -ESHUTDOWN once the
  * runtime no longer accepts spawns (the task is then not scheduled). */
 int vrt_spawn(struct vrt *rt, struct vrt_task *t);
+/* Same, handing the caller's reference (from vrt_task_init) to the runtime:
+ * a fire-and-forget task, equivalent to vrt_spawn + vrt_task_unref without
+ * the two atomic operations. The caller must not touch the task afterwards
+ * unless it took a reference of its own before. On -ESHUTDOWN the caller
+ * still owns its reference. */
+int vrt_spawn_detached(struct vrt *rt, struct vrt_task *t);
 
 void vrt_task_ref(struct vrt_task *t);
 void vrt_task_unref(struct vrt_task *t);

@@ -222,16 +222,31 @@ static uint64_t mark_complete(struct vrt_task *t, uint64_t extra)
 
 void vrt__task_complete(struct vrt_worker *w, struct vrt_task *t)
 {
-	uint64_t old = mark_complete(t, 0);
+	/* relaxed: starting guess for the CAS. */
+	uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed), old;
 
-	if (old & VRT_ST_JOIN)
-		fire_joiners(t);
-	if (t->reg_shard != REG_NONE)
-		vrt__registry_remove(t->rt, t);
 	/* relaxed load+store: single writer (this worker). */
 	atomic_store_explicit(&w->c.completed,
 		atomic_load_explicit(&w->c.completed, memory_order_relaxed) + 1,
 		memory_order_relaxed);
+	if (t->reg_shard != REG_NONE)
+		vrt__registry_remove(t->rt, t);
+	/* Fast path, nobody joins: COMPLETE and the release of the runtime's
+	 * reference in one CAS (after it another holder may free the task). */
+	while (!(s & VRT_ST_JOIN)) {
+		uint64_t ns = ((s & ~(VRT_ST_LIFE | VRT_ST_NOTIFIED)) | VRT_ST_COMPLETE) - VRT_ST_REF_ONE;
+		/* [T3]+[T5] acq_rel: publishes the last poll (to whoever sees
+		 * COMPLETE or drops the task); acquire as the last unref. */
+		if (atomic_compare_exchange_weak_explicit(&t->state, &s, ns,
+				memory_order_acq_rel, memory_order_relaxed)) {
+			if (vrt__st_refs(s) == 1 && t->vt->drop)
+				t->vt->drop(t);
+			return;
+		}
+	}
+	old = mark_complete(t, 0);
+	if (old & VRT_ST_JOIN)
+		fire_joiners(t);
 	vrt__task_release(t); /* the runtime's reference */
 }
 

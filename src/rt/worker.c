@@ -321,26 +321,47 @@ static void schedule_remote(struct vrt *rt, struct vrt_task *t)
 }
 
 /*
- * A task that returned VRT_YIELD (or ran out of budget) goes to the
- * injection queue, behind the work already there. The worker collects
- * yielded tasks and appends them in one lock acquisition when its local
- * queues run dry, at every global-interval tick, or after a full prefetch
- * buffer's worth: a yield then costs no lock, and a yielded task still waits
- * at most one interval.
+ * A task that returned VRT_YIELD (or ran out of budget) goes behind all the
+ * work already queued, never to the LIFO slot. The worker collects yielded
+ * tasks and moves them in one go when its local queues run dry, at every
+ * global-interval tick, or after a full prefetch buffer's worth (a yield then
+ * costs no lock, and a yielded task waits at most one interval):
+ *  - budget-forced yields, and any yield while the injection queue holds
+ *    work, go to the injection queue's tail (one lock acquisition);
+ *  - plain yields while the injection queue is empty go to the tail of our
+ *    own ring: still behind every queued task (there is no global work to
+ *    be fair to), stealable by idle workers, and the task stays on the
+ *    worker whose cache holds it instead of bouncing between workers.
  */
-static void flush_yields(struct vrt_worker *w)
+static void push_ring(struct vrt_worker *w, struct vrt_task *t, bool notify);
+
+/* Returns true when the tasks went to the injection queue. */
+static bool flush_yields(struct vrt_worker *w)
 {
+	struct vrt_task *t, *next;
+	bool global;
+
 	if (!w->yq_len)
-		return;
-	/* Closed only after every worker was joined (we are one). */
-	VB_BUG_ON(!vrt__inject_push_batch(&w->rt->inject, w->yq_head, w->yq_tail, w->yq_len));
+		return false;
+	global = w->yq_forced || vrt__inject_len(&w->rt->inject) != 0;
+	if (!global) {
+		for (t = w->yq_head; t; t = next) {
+			next = t->next;
+			push_ring(w, t, false);
+		}
+	} else {
+		/* Closed only after every worker was joined (we are one). */
+		VB_BUG_ON(!vrt__inject_push_batch(&w->rt->inject, w->yq_head, w->yq_tail, w->yq_len));
+	}
 	w->yq_head = w->yq_tail = NULL;
 	w->yq_len = 0;
+	w->yq_forced = false;
 	if (!w->in_park)
 		vrt__notify_parked(w->rt);
+	return global;
 }
 
-static void defer_yield(struct vrt_worker *w, struct vrt_task *t)
+static void defer_yield(struct vrt_worker *w, struct vrt_task *t, bool forced)
 {
 	t->next = NULL;
 	if (w->yq_tail)
@@ -348,6 +369,7 @@ static void defer_yield(struct vrt_worker *w, struct vrt_task *t)
 	else
 		w->yq_head = t;
 	w->yq_tail = t;
+	w->yq_forced |= forced;
 	if (++w->yq_len >= VRT_PREFETCH_MAX)
 		flush_yields(w);
 }
@@ -376,7 +398,9 @@ void vrt__schedule(struct vrt_task *t, bool yield)
 		schedule_remote(t->rt, t);
 }
 
-int vrt_spawn(struct vrt *rt, struct vrt_task *t)
+/* `ref`: VRT_ST_REF_ONE when the runtime takes its own reference, 0 when
+ * the caller's reference becomes the runtime's (detached). */
+static int spawn(struct vrt *rt, struct vrt_task *t, uint64_t ref)
 {
 	struct vrt_worker *w = vrt__tls_worker;
 	/* relaxed: the task is not shared yet (only the caller holds it). */
@@ -385,7 +409,7 @@ int vrt_spawn(struct vrt *rt, struct vrt_task *t)
 	t->rt = rt;
 	for (;;) {
 		VB_BUG_ON(!(s & VRT_ST_NEW)); /* spawned twice */
-		uint64_t ns = ((s & ~(VRT_ST_NEW | VRT_ST_LIFE)) | VRT_ST_SCHEDULED) + VRT_ST_REF_ONE;
+		uint64_t ns = ((s & ~(VRT_ST_NEW | VRT_ST_LIFE)) | VRT_ST_SCHEDULED) + ref;
 		/* relaxed: [W1] the queue push below publishes the task. */
 		if (atomic_compare_exchange_weak_explicit(&t->state, &s, ns,
 				memory_order_relaxed, memory_order_relaxed))
@@ -401,7 +425,7 @@ int vrt_spawn(struct vrt *rt, struct vrt_task *t)
 		/* Refused: back to a never-spawned task, minus our ref. */
 		s = atomic_load_explicit(&t->state, memory_order_relaxed);
 		for (;;) {
-			uint64_t ns = ((s & ~(VRT_ST_LIFE | VRT_ST_NOTIFIED)) | VRT_ST_NEW) - VRT_ST_REF_ONE;
+			uint64_t ns = ((s & ~(VRT_ST_LIFE | VRT_ST_NOTIFIED)) | VRT_ST_NEW) - ref;
 			/* relaxed: nobody else can have seen the task. */
 			if (atomic_compare_exchange_weak_explicit(&t->state, &s, ns,
 					memory_order_relaxed, memory_order_relaxed))
@@ -413,6 +437,16 @@ int vrt_spawn(struct vrt *rt, struct vrt_task *t)
 	atomic_fetch_add_explicit(&rt->spawned_remote, 1, memory_order_relaxed);
 	vrt__notify_parked(rt);
 	return 0;
+}
+
+int vrt_spawn(struct vrt *rt, struct vrt_task *t)
+{
+	return spawn(rt, t, VRT_ST_REF_ONE);
+}
+
+int vrt_spawn_detached(struct vrt *rt, struct vrt_task *t)
+{
+	return spawn(rt, t, 0);
 }
 
 /* ------------------------------------------------------------- find_work */
@@ -595,8 +629,12 @@ static struct vrt_task *find_work(struct vrt_worker *w)
 			return NULL;
 		t = next_local(w);
 		if (!t && !w->exiting) {
-			flush_yields(w);
-			t = steal_work(w, &retry);
+			/* Our own yielded tasks just went to the injection queue:
+			 * there is work there, so take a batch before searching. */
+			if (flush_yields(w))
+				t = pull_inject(w);
+			if (!t)
+				t = steal_work(w, &retry);
 			if (!t)
 				t = pull_inject(w);
 		}
@@ -681,10 +719,10 @@ static void run_task(struct vrt_worker *w, struct vrt_task *t)
 		}
 	}
 	if (w->budget_hit || r == VRT_YIELD) {
-		/* Behind everything, via the injection queue. */
+		/* Behind everything (see flush_yields). */
 		if (w->budget_hit)
 			ctr_add(&w->c.budget_yields, 1);
-		defer_yield(w, t);
+		defer_yield(w, t, w->budget_hit);
 	} else {
 		/* Woken during its own poll: back of the local ring. */
 		push_ring(w, t, true);
