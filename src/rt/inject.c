@@ -85,6 +85,7 @@ unsigned vrt__inject_pop_batch(struct vrt_inject *q, struct vrt_task **out,
 	}
 	if (!q->head)
 		q->tail = NULL;
+	/* relaxed: under the lock that serialises writers. */
 	atomic_store_explicit(&q->len, len - n, memory_order_relaxed);
 	pthread_mutex_unlock(&q->lock);
 	return n;
@@ -105,6 +106,7 @@ struct vrt_task *vrt__inject_close(struct vrt_inject *q)
 	q->closed = q->closed_remote = true;
 	list = q->head;
 	q->head = q->tail = NULL;
+	/* relaxed: under the lock that serialises writers. */
 	atomic_store_explicit(&q->len, 0, memory_order_relaxed);
 	pthread_mutex_unlock(&q->lock);
 	return list;

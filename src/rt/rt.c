@@ -375,7 +375,8 @@ unsigned vrt_stats_snapshot(struct vrt *rt, struct vrt_stats *out,
 		o->searching_transitions = rd(&c->searching_transitions);
 		o->budget_yields = rd(&c->budget_yields);
 		o->local_queue_depth = vrt__wsq_len(&w->q);
-		o->global_interval = atomic_load_explicit(&c->global_interval, memory_order_relaxed);
+		o->global_interval = atomic_load_explicit(&c->global_interval,
+							   memory_order_relaxed); /* relaxed: as rd() */
 		o->ewma_poll_ns = rd(&c->ewma_poll_ns);
 		o->busy_ns = rd(&c->busy_ns);
 	}

@@ -12,7 +12,13 @@
  *   calling thread; outside a worker they return NULL / true / -1.
  * Memory: a task is embedded in a caller-owned struct; the runtime never
  * allocates per task. The task's vtable drop() frees it when the last
- * reference goes away (on whatever thread drops that reference).
+ * reference goes away (on whatever thread drops that reference). From spawn
+ * until completion the runtime holds a reference of its own; a pending task
+ * also sits in the runtime's registry (one mutex per worker), so that
+ * vrt_shutdown can finish or drop it: after vrt_shutdown every task spawned
+ * on the runtime is complete, and wakes of complete tasks are ignored.
+ * Scheduling: see DESIGN.md section 2 and the Ordering blocks of worker.c,
+ * task.c and wsq.c.
  */
 #ifndef VOLTD_RT_RT_H
 #define VOLTD_RT_RT_H
@@ -62,7 +68,11 @@ void vrt_task_init(struct vrt_task *t, const struct vrt_task_vtable *vt);
 /* Schedule a new task. From a worker: the LIFO slot of that worker (local
  * spawn); from any other thread: the injection queue, waking a parked worker.
  * The runtime takes its own reference. Returns 0, or -ESHUTDOWN once the
- * runtime no longer accepts spawns (the task is then not scheduled). */
+ * runtime no longer accepts spawns (the task is then not scheduled and may be
+ * spawned elsewhere). Remote spawns are refused from the start of
+ * vrt_shutdown; local spawns (from tasks being drained) are accepted until
+ * the workers stop, and with VRT_SHUTDOWN_DROP such a task may be dropped
+ * without ever being polled (it still ends complete and cancelled). */
 int vrt_spawn(struct vrt *rt, struct vrt_task *t);
 /* Same, handing the caller's reference (from vrt_task_init) to the runtime:
  * a fire-and-forget task, equivalent to vrt_spawn + vrt_task_unref without
@@ -90,7 +100,9 @@ bool vrt_task_is_complete(const struct vrt_task *t);
  * the current task to be woken at completion and returns false (the caller
  * returns VRT_PENDING). One joiner per target. */
 bool vrt_task_join_poll(struct vrt_task *target);
-/* Join from a plain (non-worker) thread: block until `target` completes. */
+/* Join from a plain (non-worker) thread: block until `target` completes.
+ * Completion is announced before the runtime drops its own reference, so
+ * drop() may run just after this returns (on a worker). */
 void vrt_task_join_wait(struct vrt_task *target);
 
 /* The task being polled on this thread, or NULL outside a poll. */
@@ -145,7 +157,9 @@ struct vrt_park_ops {
 	/* Any thread: end the current or next park of `worker`. */
 	void (*unpark)(void *ctx, unsigned worker);
 	/* Worker thread, never blocks: process ready driver events (these may
-	 * wake tasks). Called every io_poll_interval ticks and before parking. */
+	 * wake tasks). Called every io_poll_interval ticks and before parking.
+	 * May be NULL. worker_start / worker_stop may be NULL too; a
+	 * worker_start < 0 makes vrt_new fail with that error. */
 	void (*poll)(void *ctx, unsigned worker);
 };
 
@@ -159,7 +173,8 @@ struct vrt_config {
 	unsigned lifo_poll_cap;        /* 1..16 */
 	unsigned budget;               /* 1..4096 */
 	unsigned park_timeout_ms;      /* 1..1000 */
-	unsigned io_poll_interval;     /* ticks between park ops poll() while busy */
+	unsigned io_poll_interval;     /* ticks between park ops poll() while busy;
+					* 0: only before parking */
 	const struct vrt_park_ops *park_ops; /* NULL: futex parking */
 	void *park_ctx;
 };
@@ -171,11 +186,18 @@ void vrt_config_defaults(struct vrt_config *cfg);
 int vrt_new(const struct vrt_config *cfg, struct vrt **out);
 
 enum vrt_shutdown_mode {
-	VRT_SHUTDOWN_DRAIN, /* run every queued task until none is runnable */
-	VRT_SHUTDOWN_DROP,  /* drop queued tasks without polling them again */
+	/* Run until no task is runnable; then cancel every pending task
+	 * (vrt_task_cancel) and run again until none is runnable; tasks still
+	 * pending after that are completed without another poll. */
+	VRT_SHUTDOWN_DRAIN,
+	/* Workers stop after their current poll; queued and pending tasks are
+	 * completed (cancelled flag set) without being polled again. */
+	VRT_SHUTDOWN_DROP,
 };
-/* Stop accepting spawns, finish or drop queued tasks, join the workers.
- * From a non-worker thread. Afterwards only vrt_free and stats calls. */
+/* Stop accepting spawns, finish or drop tasks as the mode says, join the
+ * workers. Joiners of dropped tasks are woken. From a non-worker thread.
+ * Afterwards only vrt_free, stats calls and operations on tasks (wakes are
+ * ignored, spawns refused). vrt_free without it shuts down with DROP. */
 void vrt_shutdown(struct vrt *rt, enum vrt_shutdown_mode mode);
 void vrt_free(struct vrt *rt);
 
@@ -185,6 +207,8 @@ int vrt_set_global_interval(struct vrt *rt, unsigned min, unsigned max);
 int vrt_set_lifo_poll_cap(struct vrt *rt, unsigned cap);
 int vrt_set_budget(struct vrt *rt, unsigned budget);
 
+/* Counters since vrt_new; each worker writes its own, a snapshot reads them
+ * one by one (not an atomic picture of the whole runtime). */
 struct vrt_worker_stats {
 	uint64_t polls, lifo_polls;
 	uint64_t steal_ops, tasks_stolen, tasks_stolen_from;
@@ -192,10 +216,10 @@ struct vrt_worker_stats {
 	uint64_t global_batches, global_tasks;
 	uint64_t parks, unparks, searching_transitions;
 	uint64_t budget_yields;
-	uint32_t local_queue_depth;
-	uint32_t global_interval;
-	uint64_t ewma_poll_ns;
-	uint64_t busy_ns;
+	uint32_t local_queue_depth;   /* ring length now */
+	uint32_t global_interval;     /* ticks between injection checks now */
+	uint64_t ewma_poll_ns;        /* EWMA (alpha 0.1) of the poll time */
+	uint64_t busy_ns;             /* time not parked */
 };
 
 struct vrt_stats {
@@ -203,7 +227,7 @@ struct vrt_stats {
 	uint64_t injection_depth;
 	uint32_t searching, parked;
 	uint64_t spawned_local, spawned_remote;
-	uint64_t tasks_alive;
+	uint64_t tasks_alive;         /* spawned and not yet complete */
 };
 
 /* Snapshot without stopping workers. `per_worker` has room for `n` entries

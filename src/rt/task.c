@@ -34,6 +34,7 @@
  *   [O2] receiver's acquire load of state; pairs with [O1].
  *   [O3] receiver's CAS EMPTY->WAITING release publishes waiter; pairs with
  *        [O1]'s acquire.
+ *   [T7] cancel's fetch_or release; is_cancelled's acquire load pairs with it.
  */
 #include "rt/internal.h"
 
@@ -69,10 +70,10 @@ void vrt_task_ref(struct vrt_task *t)
 
 void vrt_task_unref(struct vrt_task *t)
 {
-	/* [T5] acq_rel: release publishes our writes to whoever drops the
-	 * task; acquire (used by the last one) sees every other holder's.
-	 * (An acquire RMW instead of a release RMW + acquire fence: the same
-	 * cost on x86-64, and ThreadSanitizer understands it.) */
+	/* (An acquire RMW instead of a release RMW + acquire fence: the same
+	 * cost on x86-64, and ThreadSanitizer understands it.)
+	 * [T5] acq_rel: release publishes our writes to whoever drops the
+	 * task; acquire (used by the last one) sees every other holder's. */
 	uint64_t old = atomic_fetch_sub_explicit(&t->state, VRT_ST_REF_ONE, memory_order_acq_rel);
 
 	VB_BUG_ON(vrt__st_refs(old) == 0);
@@ -107,7 +108,7 @@ void vrt_task_wake(struct vrt_task *t)
 		 * with [T2]); acquire pairs with [T3] so that the last poll's
 		 * use of the task's links happens before we queue it again. */
 		if (atomic_compare_exchange_weak_explicit(&t->state, &s, ns,
-				memory_order_acq_rel, memory_order_relaxed)) {
+				memory_order_acq_rel, memory_order_relaxed)) { /* failure relaxed: retried */
 			if (life == VRT_ST_IDLE)
 				vrt__schedule(t, false);
 			return;
@@ -125,7 +126,7 @@ void vrt_task_cancel(struct vrt_task *t)
 
 bool vrt_task_is_cancelled(const struct vrt_task *t)
 {
-	/* acquire: pairs with the release in vrt_task_cancel. */
+	/* [T7] acquire: pairs with the release in vrt_task_cancel. */
 	return atomic_load_explicit(&((struct vrt_task *)t)->state, memory_order_acquire)
 		& VRT_ST_CANCELLED;
 }
@@ -154,6 +155,7 @@ bool vrt_task_join_poll(struct vrt_task *target)
 	if (w != cur) {
 		VB_BUG_ON(w != NULL); /* one joiner per target */
 		vrt_task_ref(cur);
+		/* relaxed: published by [T4] below. */
 		atomic_store_explicit(&target->join_waiter, cur, memory_order_relaxed);
 	}
 	/* [T4] acq_rel: publishes join_waiter to the completer, or sees COMPLETE. */
@@ -161,7 +163,7 @@ bool vrt_task_join_poll(struct vrt_task *target)
 	if ((s & VRT_ST_LIFE) != VRT_ST_COMPLETE)
 		return false;
 	/* Completed before our flag: the completer did not look; take the
-	 * registration back (acquire: pairs with nothing else; we wrote it). */
+	 * registration back ([T4] acquire side: orders it after the flag). */
 	w = atomic_exchange_explicit(&target->join_waiter, NULL, memory_order_acquire);
 	if (w)
 		vrt_task_unref(w);
@@ -215,7 +217,7 @@ static uint64_t mark_complete(struct vrt_task *t, uint64_t extra)
 		/* [T3] acq_rel: publishes the task's last poll to joiners and
 		 * sees a JOIN flag set by [T4]. */
 		if (atomic_compare_exchange_weak_explicit(&t->state, &s, ns,
-				memory_order_acq_rel, memory_order_relaxed))
+				memory_order_acq_rel, memory_order_relaxed)) /* failure relaxed: retried */
 			return s;
 	}
 }
@@ -238,7 +240,7 @@ void vrt__task_complete(struct vrt_worker *w, struct vrt_task *t)
 		/* [T3]+[T5] acq_rel: publishes the last poll (to whoever sees
 		 * COMPLETE or drops the task); acquire as the last unref. */
 		if (atomic_compare_exchange_weak_explicit(&t->state, &s, ns,
-				memory_order_acq_rel, memory_order_relaxed)) {
+				memory_order_acq_rel, memory_order_relaxed)) { /* failure relaxed: retried */
 			if (vrt__st_refs(s) == 1 && t->vt->drop)
 				t->vt->drop(t);
 			return;
@@ -312,7 +314,8 @@ bool vrt_oneshot_poll(struct vrt_oneshot *o, uint64_t *value)
 	if (atomic_compare_exchange_strong_explicit(&o->state, &expect, OS_WAITING,
 			memory_order_release, memory_order_acquire))
 		return false;
-	/* The value arrived first: take our registration back. */
+	/* The value arrived first: take our registration back (relaxed: the
+	 * sender saw EMPTY and never reads the waiter). */
 	atomic_store_explicit(&o->waiter, NULL, memory_order_relaxed);
 	vrt_task_unref(cur);
 	*value = o->value;
@@ -323,11 +326,12 @@ bool vrt_oneshot_unregister(struct vrt_oneshot *o)
 {
 	uint32_t expect = OS_WAITING;
 
-	/* acquire: if we win, the sender never saw WAITING and never touches
-	 * the waiter; pairs with nothing else ([O3] was ours). */
+	/* [O2] acquire: on failure (FULL) the value is visible; on success
+	 * the sender never saw WAITING and never touches the waiter. */
 	if (!atomic_compare_exchange_strong_explicit(&o->state, &expect, OS_EMPTY,
 			memory_order_acquire, memory_order_acquire))
 		return expect == OS_FULL;
+	/* relaxed: only we touch the waiter now (see above). */
 	struct vrt_task *w = atomic_load_explicit(&o->waiter, memory_order_relaxed);
 	atomic_store_explicit(&o->waiter, NULL, memory_order_relaxed);
 	vrt_task_unref(w);

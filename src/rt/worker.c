@@ -1,9 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rt/worker.c: the worker loop: find_work (prefetched global batch, LIFO
- * slot with its cap, local ring, injection queue every global_interval
- * ticks, steal, injection again, park), polling a task, spawning, the
+ * rt/worker.c: the worker loop: find_work, polling a task, spawning, the
  * searching/parked accounting and the default futex park ops.
+ *
+ * find_work order (DESIGN.md section 2): every global_interval ticks the
+ * injection queue first (checked before local work, or a busy worker would
+ * never look at it); the prefetched global batch; the LIFO slot (at most
+ * lifo_poll_cap in a row, then its task goes to the back of the ring); the
+ * ring; then, local work exhausted: this worker's yielded tasks are flushed
+ * (to the injection queue - then a batch is taken back at once, since there
+ * is known work there - or, when that queue is empty, to the back of the
+ * ring); steal (random first victim, every other worker once; skipped with
+ * stealing = off or when ~half the workers already search); the injection
+ * queue; park.
  *
  * Threading: every function taking a struct vrt_worker * runs on that
  * worker's thread. vrt_spawn, vrt__schedule and vrt__notify_parked run on
@@ -31,6 +40,11 @@
  *        searcher it notifies (which runs [W4]).
  *   [W7] phase store release (vrt_shutdown) pairs with the workers' acquire
  *        loads; drain_done likewise.
+ *   [W8] start_pending: each worker's acq_rel decrement; the last one sets
+ *        the `started` event for vrt_new.
+ *   [W9] drain_idle: acq_rel increments/decrements by workers of a DRAIN
+ *        shutdown; the one that brings it to `nworkers` decides (no other
+ *        worker runs a task while counted, so the count is exact).
  */
 #include "rt/internal.h"
 #include "base/time.h"
@@ -69,9 +83,10 @@ bool vrt_budget_consume(void)
 	return true;
 }
 
-/* Single-writer counter: relaxed load + store (no RMW needed). */
 static inline void ctr_add(_Atomic uint64_t *c, uint64_t n)
 {
+	/* Single-writer counter: relaxed load + store (no RMW needed); the
+	 * snapshot reader only needs each value eventually. */
 	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
 			      memory_order_relaxed);
 }
@@ -88,9 +103,11 @@ static inline void ctr_add(_Atomic uint64_t *c, uint64_t n)
 static inline void dekker_fence(struct vrt *rt)
 {
 #if defined(__SANITIZE_THREAD__)
+	/* [W4]/[W5] seq_cst RMW, see above. */
 	atomic_fetch_add_explicit(&rt->idle, 0, memory_order_seq_cst);
 #else
 	(void)rt;
+	/* [W4]/[W5] seq_cst fence, see above. */
 	atomic_thread_fence(memory_order_seq_cst);
 #endif
 }
@@ -120,6 +137,7 @@ static int pop_parked_locked(struct vrt *rt)
 		uint64_t b = atomic_load_explicit(&rt->parked_bits[i], memory_order_relaxed);
 		if (b) {
 			unsigned bit = (unsigned)__builtin_ctzll(b);
+			/* relaxed: under park_lock (stats read it relaxed). */
 			atomic_store_explicit(&rt->parked_bits[i], b & ~(UINT64_C(1) << bit),
 					      memory_order_relaxed);
 			return (int)(i * 64 + bit);
@@ -174,7 +192,7 @@ static bool try_become_searcher(struct vrt_worker *w)
 		/* seq_cst: [W6] the searcher count takes part in the Dekker
 		 * pattern with notifiers ([W4]). */
 		if (atomic_compare_exchange_weak_explicit(&rt->idle, &v, v + VRT_IDLE_SEARCH_ONE,
-				memory_order_seq_cst, memory_order_relaxed))
+				memory_order_seq_cst, memory_order_relaxed)) /* failure relaxed: retried */
 			break;
 	}
 	w->searching = true;
@@ -232,6 +250,7 @@ static bool unmark_parked(struct vrt_worker *w)
 	uint64_t b = atomic_load_explicit(word, memory_order_relaxed);
 	notified = !(b & bit);
 	if (!notified) {
+		/* relaxed: under park_lock. */
 		atomic_store_explicit(word, b & ~bit, memory_order_relaxed);
 		/* seq_cst: the parked half of [W4]/[W5]. */
 		atomic_fetch_sub_explicit(&rt->idle, VRT_IDLE_PARK_ONE, memory_order_seq_cst);
@@ -422,7 +441,8 @@ static int spawn(struct vrt *rt, struct vrt_task *t, uint64_t ref)
 	}
 	t->next = NULL;
 	if (!vrt__inject_push_spawn(&rt->inject, t)) {
-		/* Refused: back to a never-spawned task, minus our ref. */
+		/* Refused: back to a never-spawned task, minus our ref
+		 * (relaxed: nobody else can have seen the task). */
 		s = atomic_load_explicit(&t->state, memory_order_relaxed);
 		for (;;) {
 			uint64_t ns = ((s & ~(VRT_ST_LIFE | VRT_ST_NOTIFIED)) | VRT_ST_NEW) - ref;
@@ -459,6 +479,7 @@ static void reload_tunables(struct vrt_worker *w)
 	 * one more interval is harmless. */
 	w->stealing = atomic_load_explicit(&rt->t_stealing, memory_order_relaxed);
 	w->lifo_on = atomic_load_explicit(&rt->t_lifo, memory_order_relaxed);
+	/* relaxed (all of these): see above. */
 	w->lifo_cap = atomic_load_explicit(&rt->t_lifo_cap, memory_order_relaxed);
 	w->budget = atomic_load_explicit(&rt->t_budget, memory_order_relaxed);
 	w->gi_min = atomic_load_explicit(&rt->t_gi_min, memory_order_relaxed);
@@ -484,6 +505,7 @@ static void maintenance(struct vrt_worker *w)
 	flush_yields(w);
 	w->interval = vrt__global_interval(w->ewma_ns, w->gi_min, w->gi_max);
 	w->gi_countdown = w->interval;
+	/* relaxed: single-writer statistics. */
 	atomic_store_explicit(&w->c.ewma_poll_ns, (uint64_t)w->ewma_ns, memory_order_relaxed);
 	atomic_store_explicit(&w->c.global_interval, w->interval, memory_order_relaxed);
 	/* [W7] acquire: pairs with vrt_shutdown's release store. */
@@ -582,7 +604,7 @@ static struct vrt_task *steal_work(struct vrt_worker *w, bool *retry)
 static bool drain_idle(struct vrt_worker *w)
 {
 	struct vrt *rt = w->rt;
-	/* acq_rel: orders our "nothing found" with the other workers' counts. */
+	/* [W9] acq_rel: orders our "nothing found" with the other workers'. */
 	uint32_t n = atomic_fetch_add_explicit(&rt->drain_idle, 1, memory_order_acq_rel) + 1;
 
 	if (n == rt->nworkers) {
@@ -594,6 +616,7 @@ static bool drain_idle(struct vrt_worker *w)
 			/* relaxed: only the deciding worker (n == nworkers) writes. */
 			if (!atomic_load_explicit(&rt->drain_cancelled, memory_order_relaxed)) {
 				atomic_store_explicit(&rt->drain_cancelled, 1, memory_order_relaxed);
+				/* [W9] acq_rel: we leave the idle count. */
 				atomic_fetch_sub_explicit(&rt->drain_idle, 1, memory_order_acq_rel);
 				/* Ask every pending task to finish; they land in our queues. */
 				vrt__registry_cancel_all(rt);
@@ -604,6 +627,7 @@ static bool drain_idle(struct vrt_worker *w)
 			vrt__unpark_all(rt);
 			return true;
 		}
+		/* [W9] acq_rel: we leave the idle count. */
 		atomic_fetch_sub_explicit(&rt->drain_idle, 1, memory_order_acq_rel);
 		return false;
 	}
@@ -611,6 +635,7 @@ static bool drain_idle(struct vrt_worker *w)
 	/* [W7] acquire: pairs with the release store above. */
 	if (atomic_load_explicit(&rt->drain_done, memory_order_acquire))
 		return true;
+	/* [W9] acq_rel: we leave the idle count. */
 	atomic_fetch_sub_explicit(&rt->drain_idle, 1, memory_order_acq_rel);
 	return false;
 }
@@ -685,7 +710,7 @@ static void run_task(struct vrt_worker *w, struct vrt_task *t)
 		uint64_t ns = (s & ~(VRT_ST_LIFE | VRT_ST_NOTIFIED)) | VRT_ST_RUNNING;
 		/* [W2] acquire: pairs with [T1] (wakers) and [T3] (last poll). */
 		if (atomic_compare_exchange_weak_explicit(&t->state, &s, ns,
-				memory_order_acquire, memory_order_relaxed))
+				memory_order_acquire, memory_order_relaxed)) /* failure relaxed: retried */
 			break;
 	}
 	vrt__tls_task = t;
@@ -702,6 +727,7 @@ static void run_task(struct vrt_worker *w, struct vrt_task *t)
 	}
 	if (t->reg_shard == UINT32_MAX)
 		vrt__registry_add(w->rt, t, w->id);
+	/* relaxed: a guess for the CAS, which orders. */
 	s = atomic_load_explicit(&t->state, memory_order_relaxed);
 	for (;;) {
 		uint64_t ns;
@@ -712,7 +738,7 @@ static void run_task(struct vrt_worker *w, struct vrt_task *t)
 		/* [W3]/[T3] release: publishes the poll's writes; acquire: sees
 		 * a NOTIFIED set by a waker ([T1]). */
 		if (atomic_compare_exchange_weak_explicit(&t->state, &s, ns,
-				memory_order_acq_rel, memory_order_relaxed)) {
+				memory_order_acq_rel, memory_order_relaxed)) { /* failure relaxed: retried */
 			if ((ns & VRT_ST_LIFE) == VRT_ST_IDLE)
 				return;
 			break;

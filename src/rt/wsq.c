@@ -96,7 +96,7 @@ struct vrt_wsq_push_res vrt__wsq_push(struct vrt_wsq *q, struct vrt_task *t,
 		 * orders against concurrent claims by stealers. */
 		uint64_t next = vrt__wsq_pack(real + VRT_WSQ_HALF, real + VRT_WSQ_HALF);
 		if (!atomic_compare_exchange_strong_explicit(&q->head, &h, next,
-				memory_order_acq_rel, memory_order_relaxed))
+				memory_order_acq_rel, memory_order_relaxed)) /* failure relaxed: reloaded [Q4] */
 			continue; /* a stealer claimed first: there may be room now */
 		res.overflowed = VRT_WSQ_HALF + 1;
 		res.dropped = !overflow_to_inject(q, real, t, inj);
