@@ -512,7 +512,7 @@ uint8_t *vhttp_request_take_body(struct vhttp_request *r, size_t *len)
 int vhttp_parser_new(const struct vhttp_limits *lim, struct vhttp_parser **out)
 {
 	*out = NULL;
-	if (lim->max_header_bytes == 0 || lim->max_body_bytes == 0)
+	if (lim->max_header_bytes == 0)
 		return -EINVAL;
 	struct vhttp_parser *p = calloc(1, sizeof(*p));
 	if (!p)

@@ -126,7 +126,8 @@ uint8_t *vhttp_request_take_body(struct vhttp_request *r, size_t *len);
 
 struct vhttp_parser;
 
-/* 0, -EINVAL (a limit is 0), -ENOMEM. */
+/* 0, -EINVAL (max_header_bytes is 0), -ENOMEM. max_body_bytes 0 means
+ * no request may carry a body (413). */
 int vhttp_parser_new(const struct vhttp_limits *lim, struct vhttp_parser **out);
 /* Frees the parser, its buffer and any request it has not handed out. */
 void vhttp_parser_free(struct vhttp_parser *p);

@@ -590,6 +590,26 @@ static void test_413_content_length_before_body(void **state)
 		     400);
 }
 
+static void test_413_no_body_allowed(void **state)
+{
+	(void)state;
+	struct vhttp_limits l = lim_default();
+	l.max_body_bytes = 0;
+	const char *in = "POST /v1/echo HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\n\r\nx";
+	char *log = parse_lim(in, strlen(in), &l);
+	assert_string_equal(log, "ERR 413\n");
+	free(log);
+	in = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n";
+	log = parse_lim(in, strlen(in), &l);
+	assert_string_equal(log, "ERR 413\n");
+	free(log);
+	/* no body at all: fine */
+	in = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
+	log = parse_lim(in, strlen(in), &l);
+	assert_null(strstr(log, "ERR"));
+	free(log);
+}
+
 static void test_413_chunked_growing(void **state)
 {
 	(void)state;
@@ -793,6 +813,7 @@ int main(void)
 		cmocka_unit_test(test_431_head_too_large),
 		cmocka_unit_test(test_414_uri_too_long),
 		cmocka_unit_test(test_413_content_length_before_body),
+		cmocka_unit_test(test_413_no_body_allowed),
 		cmocka_unit_test(test_413_chunked_growing),
 		cmocka_unit_test(test_400_obs_fold),
 		cmocka_unit_test(test_400_duplicate_content_length),
