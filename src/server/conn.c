@@ -832,7 +832,8 @@ int vsrv__conn_new(struct vsrv *srv, int fd, struct vsrv_conn **out)
 	uint32_t nslots = 1;
 	int rc;
 
-	while (nslots < srv->cfg.max_pipeline)
+	/* One spare slot: a late answer (408) never shares a slot. */
+	while (nslots < srv->cfg.max_pipeline + 1)
 		nslots <<= 1;
 	c = calloc(1, sizeof(*c));
 	if (!c) {
