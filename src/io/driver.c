@@ -127,7 +127,9 @@ static void po_park(void *ctx, unsigned id, int64_t timeout_ns)
 	int64_t now, limit, until;
 
 	VIO_STAT_INC(w, parks);
-	service(w);
+	/* No service() here: it may wake tasks, and we are about to sleep.
+	 * The runtime ran the poll hook just before; a timer that fell due
+	 * since makes the wait below zero-length. */
 	/* [P1] acq_rel: see the Ordering block; acquire on failure pairs
 	 * with [P3]. */
 	if (!atomic_compare_exchange_strong_explicit(&w->park_state, &expected, VIO_PK_PARKED,

@@ -106,3 +106,9 @@ tests_stress_stress_io_steal_uring_LDADD = $(VOLT_ALL_LIBS)
 tests_stress_stress_io_steal_libev_SOURCES = tests/stress/stress_io_steal.c $(IO_HARNESS)
 tests_stress_stress_io_steal_libev_CPPFLAGS = $(AM_CPPFLAGS) $(IO_LIBEV)
 tests_stress_stress_io_steal_libev_LDADD = $(VOLT_ALL_LIBS)
+
+# Benchmark (never part of check): both backends, connections x message
+# size, and the cost of 10,000 idle connections with live deadlines.
+EXTRA_PROGRAMS += bench/echo_bench
+bench_echo_bench_SOURCES = bench/echo_bench.c
+bench_echo_bench_LDADD = $(VOLT_ALL_LIBS)
