@@ -674,14 +674,16 @@ void vsrv_stats_log(struct vsrv *srv)
 		  " timeouts_header=%" PRIu64 " timeouts_body=%" PRIu64 " timeouts_idle=%" PRIu64
 		  " timeouts_send=%" PRIu64 " client_resets=%" PRIu64 " bytes_in=%" PRIu64
 		  " bytes_out=%" PRIu64 " in_parse=%" PRIu64 " in_exec=%" PRIu64
-		  " in_write=%" PRIu64 " in_send=%" PRIu64,
+		  " in_write=%" PRIu64 " in_send=%" PRIu64 " jobs_full=%" PRIu64
+		  " jobs_send_waits=%" PRIu64 " replies_full=%" PRIu64 " replies_send_waits=%" PRIu64,
 		  s->conns_accepted, s->conns_closed, s->conns_refused, s->accept_pauses,
 		  s->requests, s->responses[1], s->responses[2], s->responses[3], s->responses[4],
 		  s->responses[5], s->requests_dropped, s->results_dropped, s->shed, s->continues,
 		  s->timeouts_header, s->timeouts_body, s->timeouts_idle, s->timeouts_send,
 		  s->client_resets, s->bytes_in, s->bytes_out, s->in_flight[VSRV_STAGE_PARSE],
 		  s->in_flight[VSRV_STAGE_EXEC], s->in_flight[VSRV_STAGE_WRITE],
-		  s->in_flight[VSRV_STAGE_SEND]);
+		  s->in_flight[VSRV_STAGE_SEND], s->jobs.full_events, s->jobs.send_waits,
+		  s->replies.full_events, s->replies.send_waits);
 	for (unsigned k = 0; k < s->n_kinds; k++) {
 		const struct vb_hist_snap *h = &s->kinds[k].lat;
 

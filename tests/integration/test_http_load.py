@@ -77,6 +77,8 @@ def test_wait_flood_loses_nothing(voltd):
     n = 40 * len(plan)
     assert st["requests"] == n and st["responses_2xx"] == n and st["shed"] == 0
     assert st["requests_dropped"] == 0 and st["results_dropped"] == 0
+    # the channels were full and senders waited (back pressure, not loss)
+    assert st["jobs_full"] > 0 and st["jobs_send_waits"] > 0, st
 
 
 def test_thousand_concurrent_connections(voltd):
@@ -273,6 +275,23 @@ def test_drain_answers_in_flight_then_exits(voltd):
     idle.close()
     st = stop(d)
     assert st["requests"] == 2 and st["requests_dropped"] == 0
+
+
+def test_drain_cuts_what_outlives_the_bound(voltd):
+    # A job longer than the drain bound (10 s) is cut: the connection
+    # closes, the request is counted as dropped, voltd exits 0, no leak.
+    d = voltd()
+    s = connect(d.port, timeout=30)
+    s.sendall(req_bytes("GET", "/v1/sleep?ms=30000"))
+    time.sleep(0.1)
+    t = time.monotonic()
+    d.proc.send_signal(signal.SIGTERM)
+    assert Reader(s).at_eof(timeout=20)
+    s.close()
+    st = stop(d)
+    assert 9 <= time.monotonic() - t < 15
+    assert st["requests"] == 1 and st["requests_dropped"] == 1
+    assert "cutting them" in d.log()
 
 
 def test_counters_balance_after_mixed_traffic(voltd):
