@@ -8,6 +8,7 @@
  */
 #include "rt/rt.h"
 #include "base/compiler.h"
+#include "base/futex.h"
 #include "base/time.h"
 
 #include <errno.h>
@@ -476,6 +477,114 @@ static void test_idle_cpu(void **st)
 	vrt_free(rt);
 }
 
+/* The park/unpark seam: hooks run on each worker, poll() runs while busy
+ * and before parking and may wake tasks, a failing worker_start fails
+ * vrt_new. */
+struct hooks {
+	_Atomic int starts, stops, polls, parks, unparks;
+	int fail_worker;             /* worker_start fails here (-1: never) */
+	struct tt *_Atomic to_wake;  /* poll() wakes this task once */
+	struct vb_event ev[4];
+};
+
+static int h_start(void *ctx, unsigned w)
+{
+	struct hooks *h = ctx;
+
+	atomic_fetch_add(&h->starts, 1);
+	assert_int_equal(vrt_worker_id(), (int)w);
+	return (int)w == h->fail_worker ? -EMFILE : 0;
+}
+
+static void h_stop(void *ctx, unsigned w)
+{
+	struct hooks *h = ctx;
+
+	assert_int_equal(vrt_worker_id(), (int)w);
+	atomic_fetch_add(&h->stops, 1);
+}
+
+static void h_park(void *ctx, unsigned w, int64_t timeout_ns)
+{
+	struct hooks *h = ctx;
+
+	atomic_fetch_add(&h->parks, 1);
+	vb_event_wait(&h->ev[w], timeout_ns);
+}
+
+static void h_unpark(void *ctx, unsigned w)
+{
+	struct hooks *h = ctx;
+
+	atomic_fetch_add(&h->unparks, 1);
+	vb_event_set(&h->ev[w]);
+}
+
+static void h_poll(void *ctx, unsigned w)
+{
+	struct hooks *h = ctx;
+	struct tt *x = atomic_exchange(&h->to_wake, NULL);
+
+	assert_int_equal(vrt_worker_id(), (int)w);
+	atomic_fetch_add(&h->polls, 1);
+	if (x) {
+		/* like an I/O completion: wake from inside the driver */
+		atomic_store(&x->counter, 1);
+		vrt_task_wake(&x->t);
+	}
+}
+
+static const struct vrt_park_ops hook_ops = { h_start, h_stop, h_park, h_unpark, h_poll };
+
+static void test_park_ops(void **st)
+{
+	struct hooks h;
+	struct vrt_config c;
+	struct vrt *rt;
+	_Atomic int drops = 0;
+
+	(void)st;
+	memset(&h, 0, sizeof(h));
+	for (int i = 0; i < 4; i++)
+		vb_event_init(&h.ev[i]);
+	vrt_config_defaults(&c);
+	c.workers = 3;
+	c.park_ops = &hook_ops;
+	c.park_ctx = &h;
+	c.io_poll_interval = 1;
+	h.fail_worker = 1;
+	assert_int_equal(vrt_new(&c, &rt), -EMFILE);
+	assert_int_equal(atomic_load(&h.starts), 3);
+	assert_int_equal(atomic_load(&h.stops), 2); /* the workers that started */
+
+	memset(&h, 0, sizeof(h));
+	for (int i = 0; i < 4; i++)
+		vb_event_init(&h.ev[i]);
+	h.fail_worker = -1;
+	assert_int_equal(vrt_new(&c, &rt), 0);
+	assert_int_equal(atomic_load(&h.starts), 3);
+	{
+		struct tt *x = tt_new(fn_until, &drops);
+		x->n = 1;
+		assert_int_equal(vrt_spawn(rt, &x->t), 0);
+		while (atomic_load(&x->polls) < 1)
+			usleep(100);
+		/* the next poll() hook (at the latest before a park, or after a
+		 * park timeout) wakes it */
+		atomic_store(&h.to_wake, x);
+		vrt_task_join_wait(&x->t);
+		assert_null(atomic_load(&h.to_wake));
+		vrt_task_unref(&x->t);
+	}
+	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
+	assert_int_equal(atomic_load(&h.stops), 3);
+	assert_true(atomic_load(&h.polls) > 0);
+	assert_true(atomic_load(&h.parks) > 0);
+	assert_true(atomic_load(&h.unparks) >= 3); /* at least shutdown's */
+	vrt_free(rt);
+	assert_int_equal(atomic_load(&drops), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -491,6 +600,7 @@ int main(void)
 		cmocka_unit_test(test_shutdown_drain),
 		cmocka_unit_test(test_config_and_tunables),
 		cmocka_unit_test(test_idle_cpu),
+		cmocka_unit_test(test_park_ops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
