@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * server/conn.c: the connection task, the parse stage of DESIGN.md §5 and
- * the sending end of the write stage. One task per accepted socket:
+ * the sending end of the write stage (its batch and answers: output.c).
+ * One task per accepted socket:
  *   - reads into the parser's buffer (a recv is started only when every
  *     buffered byte has been parsed, so the buffer never moves under it);
  *   - turns each request into a job with the next sequence number: the
@@ -44,17 +45,6 @@
 
 struct vb_ratelimit vsrv__conn_rl = VB_RATELIMIT_INIT(5000, 10);
 
-static uint64_t in_flight(const struct vsrv_conn *c)
-{
-	return c->next_seq - c->sent_seq;
-}
-
-static bool draining(const struct vsrv *srv)
-{
-	/* Relaxed: the drain also wakes every connection, whose next poll
-	 * (ordered after the wake by the runtime) sees the flag. */
-	return atomic_load_explicit(&srv->draining, memory_order_relaxed);
-}
 
 /* Stop at once: nothing more is sent; the socket closes. */
 static void conn_abort(struct vsrv_conn *c, const char *reason)
@@ -66,228 +56,11 @@ static void conn_abort(struct vsrv_conn *c, const char *reason)
 	c->rd = VSRV_RD_DONE;
 }
 
-/* ---------------------------------------------------------- the batch */
-
-static bool batch_open(const struct vsrv_conn *c)
-{
-	return !c->tx_busy && c->out.n < VSRV_BATCH &&
-	       c->out.niov + 2 <= VB_ARRAY_SIZE(c->out.iov);
-}
-
-/* Account n bytes just written at out.buf + buf_len. */
-static void batch_add_raw(struct vsrv_conn *c, size_t n)
-{
-	struct vsrv_batch *b = &c->out;
-	char *at = b->buf + b->buf_len;
-
-	if (b->niov && (char *)b->iov[b->niov - 1].iov_base + b->iov[b->niov - 1].iov_len == at)
-		b->iov[b->niov - 1].iov_len += n;
-	else
-		b->iov[b->niov++] = (struct iovec){ .iov_base = at, .iov_len = n };
-	b->buf_len += n;
-	b->bytes += n;
-}
-
-static void batch_meta(struct vsrv_conn *c, struct vsrv_job *job, unsigned kind, int status,
-		       int64_t t0, bool close)
-{
-	struct vsrv_batch *b = &c->out;
-
-	b->jobs[b->n] = job;
-	b->kind[b->n] = (uint8_t)kind;
-	b->status[b->n] = (uint16_t)status;
-	b->t0[b->n] = t0;
-	b->n++;
-	b->close_after |= close;
-}
-
-static void batch_add_job(struct vsrv_conn *c, struct vsrv_job *job)
-{
-	struct vsrv_batch *b = &c->out;
-
-	b->iov[b->niov++] = (struct iovec){ .iov_base = job->head, .iov_len = job->head_len };
-	b->bytes += job->head_len;
-	if (job->body_len) {
-		b->iov[b->niov++] = (struct iovec){ .iov_base = (void *)job->body,
-						    .iov_len = job->body_len };
-		b->bytes += job->body_len;
-	}
-	batch_meta(c, job, job->kind, job->status, job->t0, job->close);
-}
-
-static void batch_free_jobs(struct vsrv *srv, struct vsrv_batch *b)
-{
-	for (unsigned i = 0; i < b->n; i++) {
-		if (b->jobs[i])
-			vsrv__job_free(srv, b->jobs[i]);
-		b->jobs[i] = NULL;
-	}
-}
-
-static void batch_reset(struct vsrv_batch *b)
-{
-	b->niov = 0;
-	b->n = 0;
-	b->continues = 0;
-	b->close_after = false;
-	b->bytes = 0;
-	b->buf_len = 0;
-}
-
-/* The batch went out whole. */
-static void batch_done(struct vsrv_conn *c, int64_t now)
-{
-	struct vsrv *srv = c->srv;
-	struct vsrv_batch *b = &c->out;
-
-	for (unsigned i = 0; i < b->n; i++)
-		vsrv__count_response(srv, b->kind[i], b->status[i], b->t0[i], now);
-	batch_free_jobs(srv, b);
-	if (b->continues)
-		VSRV_ADD(srv, continues, b->continues);
-	VSRV_ADD(srv, bytes_out, b->bytes);
-	c->sent_seq += b->n;
-	if (b->n)
-		c->first_done = true;
-	if (b->close_after)
-		c->rd = VSRV_RD_DONE;
-	batch_reset(b);
-	if (in_flight(c) == 0)
-		c->idle_since = now;
-}
-
-/* Move the responses that are next in order from the slots to the batch.
- * True when a 100 Continue went in (parsing may go on). */
-static bool batch_collect(struct vsrv_conn *c)
-{
-	while (c->collect_seq < c->next_seq && batch_open(c)) {
-		_Atomic(struct vsrv_job *) *slot = &c->slots[c->collect_seq & c->slot_mask];
-		/* [S2] acquire: pairs with [S1] in vsrv__job_deposit. */
-		struct vsrv_job *job = atomic_load_explicit(slot, memory_order_acquire);
-
-		if (!job)
-			break;
-		/* Relaxed: see the Ordering block. */
-		atomic_store_explicit(slot, NULL, memory_order_relaxed);
-		batch_add_job(c, job);
-		c->collect_seq++;
-	}
-	if (c->cont_pending && c->collect_seq == c->next_seq && batch_open(c) &&
-	    VSRV_OBUF - c->out.buf_len >= VHTTP_RESPONSE_100_LEN) {
-		memcpy(c->out.buf + c->out.buf_len, VHTTP_RESPONSE_100, VHTTP_RESPONSE_100_LEN);
-		batch_add_raw(c, VHTTP_RESPONSE_100_LEN);
-		c->out.continues++;
-		c->cont_pending = false;
-		return true;
-	}
-	return false;
-}
-
-/* ------------------------------------------------------------- answers */
-
-/* A head of a text answer without its body (for HEAD requests). */
-static int strip_body(char *buf, int n)
-{
-	char *end = memmem(buf, (size_t)n, "\r\n\r\n", 4);
-
-	return end ? (int)(end + 4 - buf) : n;
-}
-
-/*
- * Answer request `seq` from the parse stage. With vj (a finished job,
- * owned: freed here or by the job that carries it) the answer is its
- * result; without, r's status with a short text body. Straight into the
- * batch when it is next in order and fits, otherwise through a job in the
- * request's slot, collected in turn.
- */
-static void respond(struct vsrv_conn *c, uint64_t seq, struct vhttp_response *r,
-		    struct vjob *vj, unsigned kind, bool head_only, int64_t t0)
-{
-	struct vsrv *srv = c->srv;
-	const struct vjob_result *res = vj ? vjob_result(vj) : NULL;
-	struct vsrv_job *job;
-	int n;
-
-	if (res) {
-		r->status = res->status;
-		r->content_length = res->body_len;
-		r->content_type = res->content_type;
-	}
-	if (seq == c->collect_seq && batch_open(c)) {
-		char *dst = c->out.buf + c->out.buf_len;
-		size_t room = VSRV_OBUF - c->out.buf_len;
-
-		n = res ? vhttp_response_head(r, dst, room) : vhttp_response_text(r, NULL, dst, room);
-		if (n >= 0 && res && !head_only) {
-			if (room - (size_t)n >= res->body_len) {
-				memcpy(dst + n, res->body, res->body_len);
-				n += (int)res->body_len;
-			} else {
-				n = -ENOSPC;
-			}
-		} else if (n >= 0 && head_only && !res) {
-			n = strip_body(dst, n);
-		}
-		if (n >= 0) {
-			batch_add_raw(c, (size_t)n);
-			batch_meta(c, NULL, kind, r->status, t0, r->close);
-			c->collect_seq++;
-			vjob_free(vj);
-			return;
-		}
-	}
-	/* A job the slot owns: no connection reference (we are the task). */
-	job = malloc(sizeof(*job));
-	if (!job) {
-		vjob_free(vj);
-		conn_abort(c, "out of memory for a response");
-		return;
-	}
-	memset(job, 0, offsetof(struct vsrv_job, head));
-	job->vj = vj;
-	job->seq = seq;
-	job->t0 = t0;
-	job->kind = (uint8_t)kind;
-	job->status = r->status;
-	job->close = r->close;
-	if (res) {
-		n = vhttp_response_head(r, job->head, sizeof(job->head));
-		if (!head_only) {
-			job->body = res->body;
-			job->body_len = res->body_len;
-		}
-	} else {
-		n = vhttp_response_text(r, NULL, job->head, sizeof(job->head));
-		if (n >= 0 && head_only)
-			n = strip_body(job->head, n);
-	}
-	VB_BUG_ON(n < 0); /* our own heads always fit VHTTP_HEAD_MAX */
-	job->head_len = (uint16_t)n;
-	vsrv__job_stage(srv, job, VSRV_J_SEND);
-	atomic_store_explicit(&c->slots[seq & c->slot_mask], job, memory_order_relaxed);
-}
-
-/* An answer with status only (errors, 408, 404, shed). */
-static void respond_status(struct vsrv_conn *c, uint64_t seq, int status, uint8_t version_minor,
-			   bool close, unsigned kind, bool head_only, const char *allow,
-			   int64_t t0)
-{
-	struct vhttp_response r;
-
-	vhttp_response_init(&r, status);
-	r.version_minor = version_minor;
-	r.close = close || draining(c->srv);
-	r.allow = allow;
-	if (status == 503 && c->srv->cfg.retry_after_s)
-		r.retry_after_s = (int)c->srv->cfg.retry_after_s;
-	respond(c, seq, &r, NULL, kind, head_only, t0);
-}
-
 /* ------------------------------------------------------------- parsing */
 
 static bool ready_for_jobs(struct vsrv *srv)
 {
-	return !draining(srv) && vch_len(srv->jobs) < srv->ready_limit;
+	return !vsrv__draining(srv) && vch_len(srv->jobs) < srv->ready_limit;
 }
 
 /* Offer a job to `jobs`. Its gauge moves to exec first: once sent, the job
@@ -331,7 +104,7 @@ static void dispatch(struct vsrv_conn *c, struct vsrv_job *job, uint8_t version_
 	bool head_only = job->head_only, close = !job->keep_alive;
 	int64_t t0 = job->t0;
 	vsrv__job_free(srv, job);
-	respond_status(c, seq, 503, version_minor, close, kind, head_only, NULL, t0);
+	vsrv__respond_status(c, seq, 503, version_minor, close, kind, head_only, NULL, t0);
 }
 
 static void on_request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
@@ -349,11 +122,11 @@ static void on_request(struct vsrv_conn *c, struct vhttp_request *req, int64_t n
 	VSRV_INC(srv, requests);
 	switch (vjob_route(req->path, req->path_len, req->method_name, &kind)) {
 	case VJOB_ROUTE_NOT_FOUND:
-		respond_status(c, seq, 404, req->version_minor, close, srv->kind_other, head_only,
+		vsrv__respond_status(c, seq, 404, req->version_minor, close, srv->kind_other, head_only,
 			       NULL, now);
 		goto out;
 	case VJOB_ROUTE_BAD_METHOD:
-		respond_status(c, seq, 405, req->version_minor, close,
+		vsrv__respond_status(c, seq, 405, req->version_minor, close,
 			       (unsigned)vjob_kind_index(kind), head_only, kind->allow, now);
 		goto out;
 	case VJOB_ROUTE_OK:
@@ -368,7 +141,7 @@ static void on_request(struct vsrv_conn *c, struct vhttp_request *req, int64_t n
 	in.body = vhttp_request_take_body(req, &in.body_len);
 	rc = vjob_new(kind, &srv->jcfg, &in, &vj);
 	if (rc < 0) {
-		respond_status(c, seq, 503, req->version_minor, close, kidx, head_only, NULL, now);
+		vsrv__respond_status(c, seq, 503, req->version_minor, close, kidx, head_only, NULL, now);
 		goto out;
 	}
 	if (vjob_done(vj)) {
@@ -376,14 +149,14 @@ static void on_request(struct vsrv_conn *c, struct vhttp_request *req, int64_t n
 
 		vhttp_response_init(&r, 200);
 		r.version_minor = req->version_minor;
-		r.close = close || draining(srv);
-		respond(c, seq, &r, vj, kidx, head_only, now);
+		r.close = close || vsrv__draining(srv);
+		vsrv__respond(c, seq, &r, vj, kidx, head_only, now);
 		goto out;
 	}
 	job = vsrv__job_new(c);
 	if (!job) {
 		vjob_free(vj);
-		respond_status(c, seq, 503, req->version_minor, close, kidx, head_only, NULL, now);
+		vsrv__respond_status(c, seq, 503, req->version_minor, close, kidx, head_only, NULL, now);
 		goto out;
 	}
 	job->vj = vj;
@@ -401,8 +174,8 @@ out:
 static bool can_parse(const struct vsrv_conn *c)
 {
 	return !c->rx_busy && !c->parsed_all && c->rd == VSRV_RD_OPEN && !c->pending &&
-	       !c->cont_pending && in_flight(c) < c->srv->cfg.max_pipeline &&
-	       !draining(c->srv);
+	       !c->cont_pending && vsrv__in_flight(c) < c->srv->cfg.max_pipeline &&
+	       !vsrv__draining(c->srv);
 }
 
 static void note_phase(struct vsrv_conn *c, int64_t now)
@@ -442,7 +215,7 @@ static bool conn_parse(struct vsrv_conn *c, int64_t now)
 			VSRV_INC(srv, requests);
 			vb_log_rl(&vsrv__conn_rl, LOG_INFO, "connection fd %d: %d: %s", c->io.fd,
 				  status, reason ? reason : "bad request");
-			respond_status(c, c->next_seq++, status, 1, true, srv->kind_other, false,
+			vsrv__respond_status(c, c->next_seq++, status, 1, true, srv->kind_other, false,
 				       NULL, now);
 			c->rd = VSRV_RD_DONE;
 			c->linger = true;
@@ -477,7 +250,7 @@ static int64_t read_deadline(const struct vsrv_conn *c)
 	case VHTTP_PHASE_BODY:
 		return c->phase_since + ms(cfg->body_timeout_ms);
 	case VHTTP_PHASE_IDLE:
-		if (in_flight(c) || c->pending)
+		if (vsrv__in_flight(c) || c->pending)
 			return 0; /* the client waits for us */
 		/* Before the first answer the header timeout bounds the wait. */
 		return c->idle_since + ms(c->first_done ? cfg->idle_timeout_ms : cfg->header_timeout_ms);
@@ -523,7 +296,7 @@ static bool conn_timeouts(struct vsrv_conn *c, int64_t now)
 		else
 			VSRV_INC(srv, timeouts_body);
 		VSRV_INC(srv, requests);
-		respond_status(c, c->next_seq++, 408, 1, true, srv->kind_other, false, NULL, now);
+		vsrv__respond_status(c, c->next_seq++, 408, 1, true, srv->kind_other, false, NULL, now);
 		break;
 	default:
 		VSRV_INC(srv, timeouts_idle);
@@ -580,7 +353,7 @@ static void conn_release(struct vsrv_conn *c)
 static void conn_finish(struct vsrv_conn *c)
 {
 	struct vsrv *srv = c->srv;
-	uint64_t dropped = in_flight(c);
+	uint64_t dropped = vsrv__in_flight(c);
 
 	if (dropped) {
 		VSRV_ADD(srv, requests_dropped, dropped);
@@ -596,13 +369,13 @@ static void conn_finish(struct vsrv_conn *c)
 /* Everything answered and nothing more to read: time to close. */
 static bool conn_over(const struct vsrv_conn *c)
 {
-	bool quiet = !c->pending && !c->tx_busy && c->out.niov == 0 && in_flight(c) == 0;
+	bool quiet = !c->pending && !c->tx_busy && c->out.niov == 0 && vsrv__in_flight(c) == 0;
 
 	if (c->aborting)
 		return true;
 	if (!quiet || c->lingering)
 		return false;
-	return c->rd == VSRV_RD_DONE || draining(c->srv) || (c->eof && c->parsed_all);
+	return c->rd == VSRV_RD_DONE || vsrv__draining(c->srv) || (c->eof && c->parsed_all);
 }
 
 /* ------------------------------------------------------------ the task */
@@ -685,7 +458,7 @@ static enum vrt_poll conn_send(struct vsrv_conn *c, int64_t now, bool *progress)
 								 : "send error");
 		return VRT_READY;
 	}
-	batch_done(c, now);
+	vsrv__batch_done(c, now);
 	return VRT_READY;
 }
 
@@ -694,7 +467,7 @@ static bool may_read(const struct vsrv_conn *c)
 	if (c->lingering)
 		return true;
 	return c->rd == VSRV_RD_OPEN && !c->eof && c->parsed_all && !c->pending &&
-	       !c->cont_pending && !c->aborting && !draining(c->srv);
+	       !c->cont_pending && !c->aborting && !vsrv__draining(c->srv);
 }
 
 static enum vrt_poll conn_close_step(struct vsrv_conn *c)
@@ -705,8 +478,8 @@ static enum vrt_poll conn_close_step(struct vsrv_conn *c)
 	if (p != VRT_READY)
 		return p;
 	/* No operation is in flight any more: the batch may go. */
-	batch_free_jobs(c->srv, &c->out);
-	batch_reset(&c->out);
+	vsrv__batch_free_jobs(c->srv, &c->out);
+	vsrv__batch_reset(&c->out);
 	conn_finish(c);
 	return VRT_READY;
 }
@@ -752,7 +525,7 @@ static enum vrt_poll conn_poll(struct vrt_task *t)
 					uint8_t vm = job->version_minor;
 					int64_t t0 = job->t0;
 					vsrv__job_free(c->srv, job);
-					respond_status(c, seq, 503, vm, close, kind, head_only, NULL, t0);
+					vsrv__respond_status(c, seq, 503, vm, close, kind, head_only, NULL, t0);
 				}
 			}
 		}
@@ -764,7 +537,7 @@ static enum vrt_poll conn_poll(struct vrt_task *t)
 		if (!c->aborting && conn_parse(c, now))
 			progress = true;
 		if (!c->tx_busy && !c->aborting) {
-			if (batch_collect(c))
+			if (vsrv__batch_collect(c))
 				progress = true;
 			if (c->out.niov) {
 				p = conn_send(c, now, &progress);
@@ -816,7 +589,7 @@ static void conn_drop(struct vrt_task *t)
 			vsrv__job_free(srv, job);
 		}
 	}
-	batch_free_jobs(srv, &c->out);
+	vsrv__batch_free_jobs(srv, &c->out);
 	vhttp_parser_free(c->parser);
 	free(c->slots);
 	free(c);

@@ -135,7 +135,10 @@ struct vsrv_conn {
 	bool registered;
 
 	/* Set once by the task when it stops; writers and exec tasks read it
-	 * to skip work for a connection that is gone. */
+	 * to skip work for a connection that is gone. The per-connection
+	 * atomics (this, the slots, the task state) share lines on purpose:
+	 * padding would multiply the memory of every idle connection, and
+	 * they are written at most a few times per request. */
 	_Atomic bool dead;
 
 	/* Reorder slots: slot[seq & slot_mask]. A writer (any thread) stores
@@ -243,6 +246,13 @@ struct vsrv {
 	struct vsrv_wstats *ws;    /* [nworkers + 1] */
 };
 
+/* Counters of different workers never share a line; the connection count
+ * and the pause flags sit apart from the constant fields. */
+static_assert(sizeof(struct vsrv_wstats) % VB_CACHELINE == 0, "wstats blocks share lines");
+static_assert(offsetof(struct vsrv, conns_open) % VB_CACHELINE == 0, "conns_open not aligned");
+static_assert(offsetof(struct vsrv, paused_n) - offsetof(struct vsrv, conns_open) >= VB_CACHELINE,
+	      "conns_open and paused_n share a line");
+
 /* --------------------------------------------------------- cross-file */
 
 static inline struct vsrv_wstats *vsrv__ws(struct vsrv *srv)
@@ -271,6 +281,35 @@ void vsrv__job_encode(struct vsrv *srv, struct vsrv_job *job);
 void vsrv__job_deposit(struct vsrv *srv, struct vsrv_job *job);
 /* Record a sent response (class counter, kind count and latency). */
 void vsrv__count_response(struct vsrv *srv, unsigned kind, int status, int64_t t0, int64_t now);
+
+/* Requests of c not answered yet (task-private counters). */
+static inline uint64_t vsrv__in_flight(const struct vsrv_conn *c)
+{
+	return c->next_seq - c->sent_seq;
+}
+
+static inline bool vsrv__draining(const struct vsrv *srv)
+{
+	/* Relaxed: the drain also wakes every connection, whose next poll
+	 * (ordered after the wake by the runtime) sees the flag. */
+	return atomic_load_explicit(&srv->draining, memory_order_relaxed);
+}
+
+/* output.c: the connection's send batch and its own answers (task). */
+/* Room for one more response, and no send under way. */
+bool vsrv__batch_open(const struct vsrv_conn *c);
+/* Take the next responses in order from the slots (and a 100 Continue
+ * owed); true when the 100 Continue went in. */
+bool vsrv__batch_collect(struct vsrv_conn *c);
+/* The batch went out whole: count, free, advance sent_seq. */
+void vsrv__batch_done(struct vsrv_conn *c, int64_t now);
+void vsrv__batch_free_jobs(struct vsrv *srv, struct vsrv_batch *b);
+void vsrv__batch_reset(struct vsrv_batch *b);
+/* Answer request seq: vj's result (owned) or r's status with a text body. */
+void vsrv__respond(struct vsrv_conn *c, uint64_t seq, struct vhttp_response *r,
+		   struct vjob *vj, unsigned kind, bool head_only, int64_t t0);
+void vsrv__respond_status(struct vsrv_conn *c, uint64_t seq, int status, uint8_t version_minor,
+			  bool close, unsigned kind, bool head_only, const char *allow, int64_t t0);
 
 /* conn.c */
 extern const struct vrt_task_vtable vsrv__conn_vt;

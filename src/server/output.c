@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/output.c: the output side of a connection: the send batch (one
+ * sendv of consecutive responses, heads and bodies as iovecs, answers the
+ * server makes itself copied into the batch's own buffer), its collection
+ * in request order from the reorder slots, and the answers of the parse
+ * stage (/healthz, errors, 408, shed 503).
+ *
+ * Threading: everything here runs in the connection's task (task-private
+ * state of struct vsrv_conn); the slots are shared with the writers under
+ * the ordering of conn.c ([S1]/[S2]).
+ */
+#include "config.h"
+#include "server/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------- the batch */
+
+bool vsrv__batch_open(const struct vsrv_conn *c)
+{
+	return !c->tx_busy && c->out.n < VSRV_BATCH &&
+	       c->out.niov + 2 <= VB_ARRAY_SIZE(c->out.iov);
+}
+
+/* Account n bytes just written at out.buf + buf_len. */
+static void batch_add_raw(struct vsrv_conn *c, size_t n)
+{
+	struct vsrv_batch *b = &c->out;
+	char *at = b->buf + b->buf_len;
+
+	if (b->niov && (char *)b->iov[b->niov - 1].iov_base + b->iov[b->niov - 1].iov_len == at)
+		b->iov[b->niov - 1].iov_len += n;
+	else
+		b->iov[b->niov++] = (struct iovec){ .iov_base = at, .iov_len = n };
+	b->buf_len += n;
+	b->bytes += n;
+}
+
+static void batch_meta(struct vsrv_conn *c, struct vsrv_job *job, unsigned kind, int status,
+		       int64_t t0, bool close)
+{
+	struct vsrv_batch *b = &c->out;
+
+	b->jobs[b->n] = job;
+	b->kind[b->n] = (uint8_t)kind;
+	b->status[b->n] = (uint16_t)status;
+	b->t0[b->n] = t0;
+	b->n++;
+	b->close_after |= close;
+}
+
+static void batch_add_job(struct vsrv_conn *c, struct vsrv_job *job)
+{
+	struct vsrv_batch *b = &c->out;
+
+	b->iov[b->niov++] = (struct iovec){ .iov_base = job->head, .iov_len = job->head_len };
+	b->bytes += job->head_len;
+	if (job->body_len) {
+		b->iov[b->niov++] = (struct iovec){ .iov_base = (void *)job->body,
+						    .iov_len = job->body_len };
+		b->bytes += job->body_len;
+	}
+	batch_meta(c, job, job->kind, job->status, job->t0, job->close);
+}
+
+void vsrv__batch_free_jobs(struct vsrv *srv, struct vsrv_batch *b)
+{
+	for (unsigned i = 0; i < b->n; i++) {
+		if (b->jobs[i])
+			vsrv__job_free(srv, b->jobs[i]);
+		b->jobs[i] = NULL;
+	}
+}
+
+void vsrv__batch_reset(struct vsrv_batch *b)
+{
+	b->niov = 0;
+	b->n = 0;
+	b->continues = 0;
+	b->close_after = false;
+	b->bytes = 0;
+	b->buf_len = 0;
+}
+
+/* The batch went out whole. */
+void vsrv__batch_done(struct vsrv_conn *c, int64_t now)
+{
+	struct vsrv *srv = c->srv;
+	struct vsrv_batch *b = &c->out;
+
+	for (unsigned i = 0; i < b->n; i++)
+		vsrv__count_response(srv, b->kind[i], b->status[i], b->t0[i], now);
+	vsrv__batch_free_jobs(srv, b);
+	if (b->continues)
+		VSRV_ADD(srv, continues, b->continues);
+	VSRV_ADD(srv, bytes_out, b->bytes);
+	c->sent_seq += b->n;
+	if (b->n)
+		c->first_done = true;
+	if (b->close_after)
+		c->rd = VSRV_RD_DONE;
+	vsrv__batch_reset(b);
+	if (vsrv__in_flight(c) == 0)
+		c->idle_since = now;
+}
+
+/* Move the responses that are next in order from the slots to the batch.
+ * True when a 100 Continue went in (parsing may go on). */
+bool vsrv__batch_collect(struct vsrv_conn *c)
+{
+	while (c->collect_seq < c->next_seq && vsrv__batch_open(c)) {
+		_Atomic(struct vsrv_job *) *slot = &c->slots[c->collect_seq & c->slot_mask];
+		/* [S2] acquire: pairs with [S1] in vsrv__job_deposit. */
+		struct vsrv_job *job = atomic_load_explicit(slot, memory_order_acquire);
+
+		if (!job)
+			break;
+		/* Relaxed: see the Ordering block. */
+		atomic_store_explicit(slot, NULL, memory_order_relaxed);
+		batch_add_job(c, job);
+		c->collect_seq++;
+	}
+	if (c->cont_pending && c->collect_seq == c->next_seq && vsrv__batch_open(c) &&
+	    VSRV_OBUF - c->out.buf_len >= VHTTP_RESPONSE_100_LEN) {
+		memcpy(c->out.buf + c->out.buf_len, VHTTP_RESPONSE_100, VHTTP_RESPONSE_100_LEN);
+		batch_add_raw(c, VHTTP_RESPONSE_100_LEN);
+		c->out.continues++;
+		c->cont_pending = false;
+		return true;
+	}
+	return false;
+}
+
+/* ------------------------------------------------------------- answers */
+
+/* A head of a text answer without its body (for HEAD requests). */
+static int strip_body(char *buf, int n)
+{
+	char *end = memmem(buf, (size_t)n, "\r\n\r\n", 4);
+
+	return end ? (int)(end + 4 - buf) : n;
+}
+
+/*
+ * Answer request `seq` from the parse stage. With vj (a finished job,
+ * owned: freed here or by the job that carries it) the answer is its
+ * result; without, r's status with a short text body. Straight into the
+ * batch when it is next in order and fits, otherwise through a job in the
+ * request's slot, collected in turn.
+ */
+void vsrv__respond(struct vsrv_conn *c, uint64_t seq, struct vhttp_response *r,
+		    struct vjob *vj, unsigned kind, bool head_only, int64_t t0)
+{
+	struct vsrv *srv = c->srv;
+	const struct vjob_result *res = vj ? vjob_result(vj) : NULL;
+	struct vsrv_job *job;
+	int n;
+
+	if (res) {
+		r->status = res->status;
+		r->content_length = res->body_len;
+		r->content_type = res->content_type;
+	}
+	if (seq == c->collect_seq && vsrv__batch_open(c)) {
+		char *dst = c->out.buf + c->out.buf_len;
+		size_t room = VSRV_OBUF - c->out.buf_len;
+
+		n = res ? vhttp_response_head(r, dst, room) : vhttp_response_text(r, NULL, dst, room);
+		if (n >= 0 && res && !head_only) {
+			if (room - (size_t)n >= res->body_len) {
+				memcpy(dst + n, res->body, res->body_len);
+				n += (int)res->body_len;
+			} else {
+				n = -ENOSPC;
+			}
+		} else if (n >= 0 && head_only && !res) {
+			n = strip_body(dst, n);
+		}
+		if (n >= 0) {
+			batch_add_raw(c, (size_t)n);
+			batch_meta(c, NULL, kind, r->status, t0, r->close);
+			c->collect_seq++;
+			vjob_free(vj);
+			return;
+		}
+	}
+	/* A job the slot owns: no connection reference (we are the task). */
+	job = malloc(sizeof(*job));
+	if (!job) {
+		vjob_free(vj);
+		c->aborting = true;
+		c->close_reason = "out of memory for a response";
+		c->rd = VSRV_RD_DONE;
+		return;
+	}
+	memset(job, 0, offsetof(struct vsrv_job, head));
+	job->vj = vj;
+	job->seq = seq;
+	job->t0 = t0;
+	job->kind = (uint8_t)kind;
+	job->status = r->status;
+	job->close = r->close;
+	if (res) {
+		n = vhttp_response_head(r, job->head, sizeof(job->head));
+		if (!head_only) {
+			job->body = res->body;
+			job->body_len = res->body_len;
+		}
+	} else {
+		n = vhttp_response_text(r, NULL, job->head, sizeof(job->head));
+		if (n >= 0 && head_only)
+			n = strip_body(job->head, n);
+	}
+	VB_BUG_ON(n < 0); /* our own heads always fit VHTTP_HEAD_MAX */
+	job->head_len = (uint16_t)n;
+	vsrv__job_stage(srv, job, VSRV_J_SEND);
+	atomic_store_explicit(&c->slots[seq & c->slot_mask], job, memory_order_relaxed);
+}
+
+/* An answer with status only (errors, 408, 404, shed). */
+void vsrv__respond_status(struct vsrv_conn *c, uint64_t seq, int status, uint8_t version_minor,
+			   bool close, unsigned kind, bool head_only, const char *allow,
+			   int64_t t0)
+{
+	struct vhttp_response r;
+
+	vhttp_response_init(&r, status);
+	r.version_minor = version_minor;
+	r.close = close || vsrv__draining(c->srv);
+	r.allow = allow;
+	if (status == 503 && c->srv->cfg.retry_after_s)
+		r.retry_after_s = (int)c->srv->cfg.retry_after_s;
+	vsrv__respond(c, seq, &r, NULL, kind, head_only, t0);
+}
