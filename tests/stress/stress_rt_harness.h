@@ -125,7 +125,7 @@ SH_FN void sh_init(const char *name, double stall_s, double deadline_s)
 	if (sc && atoi(sc) > 0)
 		sh_scale = (unsigned)atoi(sc);
 	printf("# %s: seed %" PRIu64 " (VOLTD_SEED to repeat), VOLTD_STRESS_SCALE=%u%s\n", name,
-	       sh_seed, sh_scale, SH_SANITIZED ? ", sanitizer build (sizes / 4)" : "");
+	       sh_seed, sh_scale, SH_SANITIZED ? ", sanitizer build" : "");
 	fflush(stdout);
 	sh_stall_ns = (int64_t)(stall_s * 1e9);
 	sh_deadline_ns = (int64_t)(deadline_s * 1e9 * sh_scale);
@@ -140,13 +140,12 @@ SH_FN void sh_done(void)
 	pthread_join(sh_wd, NULL);
 }
 
-/* Base count scaled by VOLTD_STRESS_SCALE, divided by 4 under sanitizers. */
+/* Base count scaled by VOLTD_STRESS_SCALE (the same in sanitizer builds:
+ * the default sizes take seconds there too). */
 SH_FN uint64_t sh_size(uint64_t base)
 {
 	uint64_t n = base * sh_scale;
 
-	if (SH_SANITIZED)
-		n /= 4;
 	return n ? n : 1;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/stress/stress_rt_idle.c: idle -> burst -> idle, thousands of times
- * (3,000 x VOLTD_STRESS_SCALE cycles; a quarter under sanitizers). Each cycle
+ * (3,000 x VOLTD_STRESS_SCALE cycles). Each cycle
  * waits until every worker is parked, then makes work appear in one of the
  * ways work appears: remote spawns from the main thread, remote spawns from
  * two other threads at once, wakes of parked (pending) tasks from other

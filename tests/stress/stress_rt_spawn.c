@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/stress/stress_rt_spawn.c: a million tasks (VOLTD_STRESS_SCALE x
- * 1,000,000; a quarter under sanitizers), spawned mixed remote and local:
+ * 1,000,000), spawned mixed remote and local:
  * three plain threads remote-spawn roots, each root covers a block of 64
  * task ids and splits it into a binary tree of local spawns. Some tasks
  * yield before finishing, some wake themselves during their poll (the
