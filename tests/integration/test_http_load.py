@@ -318,3 +318,22 @@ def test_counters_balance_after_mixed_traffic(voltd):
     assert st["responses_2xx"] == 3 * len(rs)
     # bad: 505, 413, 414, 400 (unknown method)
     assert st["responses_4xx"] == 2 * len(rs) + 3 and st["responses_5xx"] == 1
+    # per kind: count and latency quantiles
+    kinds = dict(re.findall(r"server kind (\w+): count=(\d+) p50_us=\d+ p90_us=\d+ p99_us=\d+ p999_us=\d+",
+                            d.log()))
+    assert kinds["healthz"] == str(len(rs)) and kinds["spin"] == str(len(rs))
+    assert kinds["readyz"] == str(len(rs))
+    assert kinds["echo"] == str(len(rs))  # the 405s
+    # 404s and the parse errors (decided before routing)
+    assert kinds["other"] == str(len(rs) + len(bad))
+
+
+def test_several_listeners(voltd):
+    from conftest import free_port
+    other = free_port()
+    d = voltd("-s", "server.listen=127.0.0.1:%d 127.0.0.1:%d" % (0, other), wait_for="ready")
+    ports = [int(p) for p in re.findall(r"server: listening on \S+ \(port (\d+)\)", d.log())]
+    assert len(ports) == 2 and other in ports, d.log()
+    for p in ports:
+        assert request(p, "GET", "/healthz").body == b"ok\n"
+
