@@ -87,10 +87,20 @@ static bool wait_drops(uint64_t n, unsigned ms)
 	return true;
 }
 
+/* The test thread waits for a task's flag. Acquire pairs with the task's
+ * release store ([F1] below): what the task did before is visible. */
 static void wait_flag(_Atomic int *f)
 {
 	while (!atomic_load_explicit(f, memory_order_acquire))
 		usleep(200);
+}
+
+/* The common end of a test: drop the handle, close the peer, stop. */
+static void ct_finish(struct ioh *h, struct ct *t, int peer)
+{
+	vrt_task_unref(&t->base.t);
+	close(peer);
+	ioh_stop(h);
 }
 
 /* Read until EOF (or error): returns bytes read, -errno on error, with a
@@ -164,9 +174,7 @@ static void test_recv_deadline(void **state)
 	assert_true(t->t1 - t->t0 < 1000 * MS);
 	assert_int_equal(t->close_res, 0);
 	assert_int_equal(drain_to_eof(fds[1], 2000), 0);
-	vrt_task_unref(&t->base.t);
-	close(fds[1]);
-	ioh_stop(&h);
+	ct_finish(&h, t, fds[1]);
 }
 
 /* ------------------------------------------ cancel a reading task */
@@ -181,9 +189,9 @@ static enum vrt_poll cancel_reader_poll(struct ioh_task *self)
 		return VRT_READY;
 	}
 	p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
-	if (p == VRT_PENDING)
+	if (p == VRT_PENDING) /* [F1] release: pairs with wait_flag's acquire */
 		atomic_store_explicit(&t->pending_seen, 1, memory_order_release);
-	return p == VRT_READY ? VRT_READY : p;
+	return p;
 }
 
 static void test_cancel_reading_task(void **state)
@@ -233,7 +241,7 @@ static enum vrt_poll remote_cancel_poll(struct ioh_task *self)
 	}
 	if (vrt_worker_id() == t->home)
 		return VRT_YIELD; /* go through the injection queue until another worker runs us */
-	atomic_store_explicit(&t->moved, 1, memory_order_relaxed);
+	atomic_store_explicit(&t->moved, 1, memory_order_relaxed); /* read after the join */
 	vio_conn_abandon(&t->c);
 	return VRT_READY;
 }
@@ -443,9 +451,7 @@ static void test_half_close(void **state)
 	assert_int_equal(t->len, 5);
 	assert_int_equal(t->res, 3);
 	assert_int_equal(t->close_res, 0);
-	vrt_task_unref(&t->base.t);
-	close(fds[1]);
-	ioh_stop(&h);
+	ct_finish(&h, t, fds[1]);
 }
 
 static enum vrt_poll recv_once_poll(struct ioh_task *self)
@@ -455,7 +461,7 @@ static enum vrt_poll recv_once_poll(struct ioh_task *self)
 
 	if (t->step == 0) {
 		p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
-		if (p == VRT_PENDING)
+		if (p == VRT_PENDING) /* [F1] release: pairs with wait_flag's acquire */
 			atomic_store_explicit(&t->pending_seen, 1, memory_order_release);
 		if (p != VRT_READY)
 			return p;
@@ -522,9 +528,7 @@ static void test_close_with_recv_pending(void **state)
 	assert_int_equal(t->step, 2);
 	assert_int_equal(t->close_res, 0);
 	assert_int_equal(drain_to_eof(fds[1], 2000), 0);
-	vrt_task_unref(&t->base.t);
-	close(fds[1]);
-	ioh_stop(&h);
+	ct_finish(&h, t, fds[1]);
 }
 
 /* --------------------- a stalled reader while the peer floods it */
@@ -600,9 +604,7 @@ static void test_stalled_reader(void **state)
 	for (size_t i = 0; i < f.len; i++)
 		if (t->big[i] != (char)(i * 13 + (i >> 16)))
 			fail_msg("byte %zu differs", i);
-	vrt_task_unref(&t->base.t);
-	close(fds[1]);
-	ioh_stop(&h);
+	ct_finish(&h, t, fds[1]);
 }
 
 int main(void)
