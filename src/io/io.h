@@ -219,7 +219,9 @@ int vio_conn_shutdown_write(struct vio_conn *c);
 enum vrt_poll vio_conn_close(struct vio_conn *c, int *res);
 /* For a task that stops early (e.g. cancelled): cancel everything pending
  * without waiting; the socket is closed once the last completion arrives.
- * The connection must not be used again. */
+ * The connection must not be used again. Call it from the task's poll
+ * (also works from another thread, e.g. the task's drop, but then every
+ * cancel goes through a mailbox). */
 void vio_conn_abandon(struct vio_conn *c);
 
 /* ---------------------------------------------------------------- stats */

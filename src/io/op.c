@@ -86,7 +86,8 @@ void vio__op_cancel(struct vio_op *op)
 	struct vio_worker *owner = op->owner;
 	uint32_t s;
 
-	VIO_STAT_INC(self, cancels);
+	if (self)
+		VIO_STAT_INC(self, cancels);
 	if (owner == self) {
 		/* Relaxed: the owner is this thread, so completion cannot race;
 		 * the bit only tells a partial send not to go on. */

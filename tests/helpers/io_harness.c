@@ -409,23 +409,30 @@ static enum vrt_poll acceptor_poll(struct ioh_task *t)
 	}
 }
 
-int ioh_echo_start(struct ioh *h, struct ioh_echo *e)
+void ioh_echo_start_on(struct ioh *h, struct ioh_echo *e, struct vio_listener *l)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int r;
-
 	e->h = h;
-	r = vio_listener_new(h->io, (struct sockaddr *)&sa, sizeof(sa), 1024, &e->l);
-	if (r < 0)
-		return r;
-	e->port = vio_listener_port(e->l);
-	for (unsigned i = 0; i < vio_listener_count(e->l); i++) {
+	e->l = l;
+	e->port = vio_listener_port(l);
+	for (unsigned i = 0; i < vio_listener_count(l); i++) {
 		struct acceptor *a = ioh_task_new(sizeof(*a), acceptor_poll, NULL);
 
 		a->e = e;
 		a->idx = i;
 		ioh_spawn(h, &a->base, false);
 	}
+}
+
+int ioh_echo_start(struct ioh *h, struct ioh_echo *e)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct vio_listener *l;
+	int r;
+
+	r = vio_listener_new(h->io, (struct sockaddr *)&sa, sizeof(sa), 1024, &l);
+	if (r < 0)
+		return r;
+	ioh_echo_start_on(h, e, l);
 	return 0;
 }
 

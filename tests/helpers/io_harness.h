@@ -86,6 +86,8 @@ struct ioh_echo {
 
 /* Listener on 127.0.0.1 (ephemeral port) + one acceptor task per queue. */
 int ioh_echo_start(struct ioh *h, struct ioh_echo *e);
+/* The same on an existing listener (e.g. vio_listener_adopt). */
+void ioh_echo_start_on(struct ioh *h, struct ioh_echo *e, struct vio_listener *l);
 /* Close the listener, then wait (up to timeout_ms) for every connection
  * task to end. Returns 0, or -ETIMEDOUT with connections still active. */
 int ioh_echo_stop(struct ioh_echo *e, unsigned timeout_ms);

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
+
 #include "tests/helpers/io_harness.h"
 #include "base/time.h"
 
@@ -136,12 +138,50 @@ static void test_echo_few_buffers(void **state)
 	run_echo(&c, 2, tsan ? 32 : 128, 2, 256u << 10, 0);
 }
 
+/* Socket activation: one inherited listening socket, adopted and shared by
+ * both workers' accept queues. */
+static void test_echo_adopted_listener(void **state)
+{
+	struct ioh h;
+	struct ioh_echo e;
+	struct vio_listener *l;
+	struct ioh_client_opts o;
+	struct ioh_client_result res;
+	int port, fd = ioh_listen_local(&port);
+
+	(void)state;
+	assert_true(fd >= 0);
+	memset(&e, 0, sizeof(e));
+	ioh_start(&h, 2, NULL, NULL);
+	assert_int_equal(vio_listener_adopt(h.io, &fd, 1, &l), 0);
+	assert_int_equal(vio_listener_port(l), port);
+	assert_int_equal(vio_listener_count(l), 2);
+	ioh_echo_start_on(&h, &e, l);
+	memset(&o, 0, sizeof(o));
+	o.port = port;
+	o.conns = 64;
+	o.rounds = 2;
+	o.max_payload = 64u << 10;
+	o.seed = seed();
+	ioh_clients(2, &o, &res);
+	if (res.first_error[0])
+		print_message("# first client error: %s\n", res.first_error);
+	assert_int_equal(res.mismatches + res.errors, 0);
+	assert_int_equal(res.conns_done, 256);
+	assert_int_equal(ioh_echo_stop(&e, 5000), 0);
+	assert_int_equal(e.accepted, 256);
+	ioh_stop(&h);
+	/* The listener owned the fd and closed it. */
+	assert_true(fcntl(fd, F_GETFD) < 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_echo_many),
 		cmocka_unit_test(test_echo_plain),
 		cmocka_unit_test(test_echo_few_buffers),
+		cmocka_unit_test(test_echo_adopted_listener),
 	};
 
 	ioh_watchdog(ioh_under_tsan() ? 600 : 120, "test_io_echo");
