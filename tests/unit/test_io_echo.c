@@ -138,6 +138,41 @@ static void test_echo_few_buffers(void **state)
 	run_echo(&c, 2, tsan ? 32 : 128, 2, 256u << 10, 0);
 }
 
+/* An 8-entry submission queue: hundreds of operations per poll overflow
+ * it, so submission flushes and retries (never drops). */
+static void test_echo_tiny_ring(void **state)
+{
+	struct vio_config c;
+	struct vio_worker_stats ws[2];
+	struct ioh h;
+	struct ioh_echo e;
+	struct ioh_client_opts o;
+	struct ioh_client_result res;
+
+	(void)state;
+	vio_config_defaults(&c);
+	c.backend = ioh_backend();
+	c.ring_entries = 8;
+	memset(&e, 0, sizeof(e));
+	ioh_start(&h, 2, &c, NULL);
+	assert_int_equal(ioh_echo_start(&h, &e), 0);
+	memset(&o, 0, sizeof(o));
+	o.port = e.port;
+	o.conns = ioh_under_tsan() ? 64 : 256;
+	o.max_payload = 16u << 10;
+	o.seed = seed();
+	ioh_clients(2, &o, &res);
+	assert_int_equal(res.mismatches + res.errors, 0);
+	assert_int_equal(res.conns_done, 2ull * o.conns);
+	assert_int_equal(ioh_echo_stop(&e, 5000), 0);
+	vio_stats_snapshot(h.io, ws, 2);
+	print_message("# SQ full: %lu + %lu flushes\n", (unsigned long)ws[0].sq_full,
+		      (unsigned long)ws[1].sq_full);
+	if (strcmp(vio_backend_name(h.io), "uring") == 0)
+		assert_true(ws[0].sq_full + ws[1].sq_full > 0);
+	ioh_stop(&h);
+}
+
 /* Socket activation: one inherited listening socket, adopted and shared by
  * both workers' accept queues. */
 static void test_echo_adopted_listener(void **state)
@@ -181,6 +216,7 @@ int main(void)
 		cmocka_unit_test(test_echo_many),
 		cmocka_unit_test(test_echo_plain),
 		cmocka_unit_test(test_echo_few_buffers),
+		cmocka_unit_test(test_echo_tiny_ring),
 		cmocka_unit_test(test_echo_adopted_listener),
 	};
 
