@@ -17,6 +17,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -231,9 +233,18 @@ static enum vrt_poll seq_poll(struct vrt_task *t)
 	return VRT_READY;
 }
 
-static const struct vrt_task_vtable producer_vt = { .poll = producer_poll };
-static const struct vrt_task_vtable consumer_vt = { .poll = consumer_poll };
-static const struct vrt_task_vtable seq_vt = { .poll = seq_poll };
+/* The runtime drops its own reference just after a task completes, so the
+ * task memory may be freed only once every drop() has run. */
+static _Atomic unsigned dropped;
+
+static void btask_drop(struct vrt_task *t)
+{
+	atomic_fetch_add_explicit(&dropped, 1, memory_order_release);
+}
+
+static const struct vrt_task_vtable producer_vt = { .poll = producer_poll, .drop = btask_drop };
+static const struct vrt_task_vtable consumer_vt = { .poll = consumer_poll, .drop = btask_drop };
+static const struct vrt_task_vtable seq_vt = { .poll = seq_poll, .drop = btask_drop };
 
 /* Time: the first spawn -> every task joined (from the main thread). */
 static int64_t run_tasks(unsigned producers, unsigned consumers, bool seq)
@@ -246,6 +257,7 @@ static int64_t run_tasks(unsigned producers, unsigned consumers, bool seq)
 
 	if (!b || vch_new(CAP, &ch))
 		die("alloc");
+	atomic_store_explicit(&dropped, 0, memory_order_relaxed);
 	for (unsigned i = 0; i < n; i++) {
 		bool prod = i < producers;
 		b[i].ch = ch;
@@ -264,6 +276,8 @@ static int64_t run_tasks(unsigned producers, unsigned consumers, bool seq)
 	t1 = vb_now_ns();
 	for (unsigned i = 0; i < n; i++)
 		vrt_task_unref(&b[i].task);
+	while (atomic_load_explicit(&dropped, memory_order_acquire) < n)
+		sched_yield();
 	if (sum != (seq ? tri(MESSAGES) : producers * tri(MESSAGES / producers)))
 		die("checksum");
 	free_channel(ch);
