@@ -84,7 +84,6 @@ struct vsrv_job {
 	struct vsrv_job *next;    /* exec run queue */
 	uint64_t seq;             /* per-connection request number */
 	int64_t t0;               /* parse time (vb_now_ns) */
-	struct vio_timer timer;   /* exec: wait of a sleeping job */
 	uint8_t kind;             /* statistics index */
 	uint8_t stage;            /* enum vsrv_jstage, for the gauges */
 	uint8_t version_minor;
@@ -196,12 +195,17 @@ struct vsrv_exec {
 	struct vsrv_job **sleepers;          /* [VSRV_SLEEPERS] */
 	unsigned nsleep;
 	struct vsrv_job *out;                /* finished, waiting for `replies` */
+	/* One timer for all sleepers, armed for the earliest: it lives as
+	 * long as the task, so no timer memory is freed while a worker may
+	 * still be firing it. */
+	struct vio_timer tmr;
+	int64_t tmr_at;                      /* armed for (0: not armed) */
 	bool recv_closed;
 	bool rw_waiting;                     /* rw registered on `jobs` */
 	bool spawned;
 };
 
-/* Jobs one exec task keeps waiting on timers at once. */
+/* Jobs one exec task keeps waiting on its timer at once. */
 #define VSRV_SLEEPERS 64
 
 struct vsrv_writer {

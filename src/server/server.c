@@ -343,6 +343,7 @@ static int make_tasks(struct vsrv *srv)
 			return -ENOMEM;
 		vch_waiter_init(&x->rw);
 		vch_waiter_init(&x->sw);
+		vio_timer_init(&x->tmr);
 	}
 	for (unsigned i = 0; i < cfg->write_tasks; i++) {
 		struct vsrv_writer *w = calloc(1, sizeof(*w));

@@ -3,8 +3,9 @@
  * server/stages.c: the job as it travels (allocation, gauges, encoding, the
  * hand-over to its connection) and the two middle stages: exec tasks take
  * jobs from `jobs` and run the kind's slices, yielding between slices and
- * waiting for VJOB_SLEEP on a timer (several sleeping jobs per task, so a
- * sleep never pins an executor); writer tasks take finished jobs from
+ * waiting for VJOB_SLEEP on a timer (up to VSRV_SLEEPERS sleeping jobs per
+ * task on one timer armed for the earliest, so a sleep never pins an
+ * executor); writer tasks take finished jobs from
  * `replies`, encode the head and deposit the job in its connection's
  * reorder slot.
  *
@@ -60,7 +61,6 @@ struct vsrv_job *vsrv__job_new(struct vsrv_conn *c)
 	if (!job)
 		return NULL;
 	memset(job, 0, offsetof(struct vsrv_job, head));
-	vio_timer_init(&job->timer);
 	job->conn = c;
 	vrt_task_ref(&c->task);
 	return job;
@@ -170,7 +170,6 @@ static void exec_wake_sleepers(struct vsrv_exec *x, int64_t now)
 			i++;
 			continue;
 		}
-		vio_timer_disarm(&job->timer);
 		x->sleepers[i] = x->sleepers[--x->nsleep];
 		if (dead)
 			job_drop(x->srv, job);
@@ -189,6 +188,28 @@ static void exec_stop_waiting(struct vsrv_exec *x)
 	}
 }
 
+/* About to wait: make sure the timer wakes us for the earliest sleeper.
+ * An earlier armed time is kept (its wakeup re-arms); a fired or later
+ * one is replaced. */
+static enum vrt_poll exec_sleep(struct vsrv_exec *x, int64_t now)
+{
+	int64_t want = INT64_MAX;
+
+	for (unsigned i = 0; i < x->nsleep; i++) {
+		int64_t w = vjob_wake_ns(x->sleepers[i]->vj);
+		if (w < want)
+			want = w;
+	}
+	if (want == INT64_MAX)
+		return VRT_PENDING;
+	if (x->tmr_at && x->tmr_at > now && x->tmr_at <= want)
+		return VRT_PENDING;
+	if (vio_timer_arm(&x->tmr, want) < 0)
+		return VRT_YIELD; /* no memory for the timer heap: look again soon */
+	x->tmr_at = want;
+	return VRT_PENDING;
+}
+
 static void exec_release_all(struct vsrv_exec *x)
 {
 	struct vsrv_job *job;
@@ -197,11 +218,10 @@ static void exec_release_all(struct vsrv_exec *x)
 	vch_waiter_cancel(&x->sw);
 	while ((job = runq_pop(x)))
 		job_drop(x->srv, job);
-	while (x->nsleep) {
-		job = x->sleepers[--x->nsleep];
-		vio_timer_disarm(&job->timer);
-		job_drop(x->srv, job);
-	}
+	while (x->nsleep)
+		job_drop(x->srv, x->sleepers[--x->nsleep]);
+	vio_timer_disarm(&x->tmr);
+	x->tmr_at = 0;
 	if (x->out) {
 		job_drop(x->srv, x->out);
 		x->out = NULL;
@@ -228,7 +248,7 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 			if (st != VCH_OK)
 				vsrv__job_stage(srv, x->out, VSRV_J_EXEC);
 			if (st == VCH_PENDING)
-				return VRT_PENDING;
+				return exec_sleep(x, vb_now_ns());
 			if (st == VCH_YIELD)
 				return VRT_YIELD;
 			if (st == VCH_CLOSED)
@@ -241,14 +261,16 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 		if (!x->runq) {
 			if (x->recv_closed || x->nsleep == VSRV_SLEEPERS) {
 				exec_stop_waiting(x);
-				if (x->recv_closed && x->nsleep == 0)
+				if (x->recv_closed && x->nsleep == 0) {
+					vio_timer_disarm(&x->tmr);
 					return VRT_READY;
-				return VRT_PENDING; /* the sleepers' timers wake us */
+				}
+				return exec_sleep(x, now); /* the timer wakes us */
 			}
 			st = vch_recv_poll(srv->jobs, &x->rw, &v);
 			if (st == VCH_PENDING) {
 				x->rw_waiting = true;
-				return VRT_PENDING;
+				return exec_sleep(x, now);
 			}
 			x->rw_waiting = false;
 			if (st == VCH_YIELD)
@@ -277,11 +299,6 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 			runq_push(x, job);
 			return VRT_YIELD;
 		case VJOB_SLEEP:
-			if (vio_timer_arm(&job->timer, vjob_wake_ns(job->vj)) < 0) {
-				/* No memory for the timer heap: poll again soon. */
-				runq_push(x, job);
-				return VRT_YIELD;
-			}
 			x->sleepers[x->nsleep++] = job;
 			break;
 		}
