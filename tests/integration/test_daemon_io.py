@@ -47,11 +47,8 @@ def test_auto_prefers_uring(daemon):
     assert "io: backend=uring" in d.log()
 
 
-needs_no_uring = pytest.mark.skipif(not os.path.exists(NO_URING), reason="tests/helpers/no_uring not built")
-
-
-@needs_no_uring
 def test_auto_falls_back_to_libev_under_seccomp():
+    assert os.path.exists(NO_URING), "the build makes tests/helpers/no_uring"
     port = free_port()
     p = subprocess.Popen([NO_URING, VOLTD, "-f", "-c", "/dev/null", "-s", "server.listen=127.0.0.1:%d" % port],
                          stderr=subprocess.PIPE, text=True)
@@ -68,8 +65,8 @@ def test_auto_falls_back_to_libev_under_seccomp():
     assert p.returncode == 0, out + rest
 
 
-@needs_no_uring
 def test_uring_demanded_but_forbidden_is_an_error():
+    assert os.path.exists(NO_URING), "the build makes tests/helpers/no_uring"
     r = subprocess.run([NO_URING, VOLTD, "-f", "-c", "/dev/null", "-s", "io.backend=uring"],
                        capture_output=True, text=True, timeout=20)
     assert r.returncode == 69, r.stderr
