@@ -14,9 +14,14 @@
  *
  * Ordering: t->home is written under the home heap's lock (set on insert,
  * cleared on removal) and read unlocked by the arming task, which re-checks
- * it under that lock (so relaxed suffices). t->fired:
- * [T1] owner, firing: store 1 (release) after the timer left the heap;
- *      pairs with [T2], the task's acquire load in vio_timer_expired.
+ * it under that lock when it is not NULL. When it reads NULL the task goes
+ * on to write t->deadline, t->task and t->fired without any lock, so the
+ * firing worker's last accesses to the timer must happen before that read:
+ * [T1] owner, firing: store fired = 1 (release) after the timer left the
+ *      heap; pairs with [T2], the task's acquire load in vio_timer_expired.
+ * [T3] owner, firing: store home = NULL (release) as its very last access
+ *      to the timer (after reading t->task and storing fired); pairs with
+ *      [T4], the task's acquire loads of home in arm / disarm / sleep_until.
  */
 #include "config.h"
 
@@ -133,10 +138,11 @@ unsigned vio__theap_run(struct vio_theap *h, int64_t now)
 			struct vio_timer *t = h->v[0];
 
 			heap_remove(h, t);
-			atomic_store_explicit(&t->home, NULL, memory_order_relaxed); /* see the block */
+			due[n++] = t->task; /* the armed timer's reference moves here */
 			/* [T1] release: pairs with [T2] in vio_timer_expired. */
 			atomic_store_explicit(&t->fired, 1, memory_order_release);
-			due[n++] = t->task; /* the armed timer's reference moves here */
+			/* [T3] release: our last touch of t; pairs with [T4]. */
+			atomic_store_explicit(&t->home, NULL, memory_order_release);
 		}
 		pthread_mutex_unlock(&h->mu);
 		/* Wake outside the lock (wake may run runtime code). */
@@ -170,7 +176,9 @@ int vio_timer_arm(struct vio_timer *t, int64_t deadline_ns)
 	if (!self || !task)
 		return -EPERM;
 	for (;;) {
-		h = atomic_load_explicit(&t->home, memory_order_relaxed);
+		/* [T4] acquire: a NULL here means the firing worker is done with
+		 * t ([T3]), so the unlocked insert below does not race it. */
+		h = atomic_load_explicit(&t->home, memory_order_acquire);
 		if (!h)
 			break;
 		pthread_mutex_lock(&h->mu);
@@ -221,7 +229,8 @@ void vio_timer_disarm(struct vio_timer *t)
 	struct vio_theap *h;
 
 	for (;;) {
-		h = atomic_load_explicit(&t->home, memory_order_relaxed);
+		/* [T4] acquire: pairs with [T3]; see vio_timer_arm. */
+		h = atomic_load_explicit(&t->home, memory_order_acquire);
 		if (!h)
 			break;
 		pthread_mutex_lock(&h->mu);
@@ -257,7 +266,9 @@ enum vrt_poll vio_sleep_until(struct vio_timer *t, int64_t deadline_ns)
 		vio_timer_disarm(t);
 		return VRT_READY;
 	}
-	if (atomic_load_explicit(&t->home, memory_order_relaxed) && t->deadline == deadline_ns)
+	/* [T4] acquire: pairs with [T3]; the deadline read below then does
+	 * not race a firing worker. */
+	if (atomic_load_explicit(&t->home, memory_order_acquire) && t->deadline == deadline_ns)
 		return VRT_PENDING; /* armed for it already */
 	if (vio_timer_arm(t, deadline_ns) < 0)
 		return VRT_YIELD; /* no memory for the heap: try again, never early */
