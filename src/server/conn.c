@@ -45,7 +45,6 @@
 
 struct vb_ratelimit vsrv__conn_rl = VB_RATELIMIT_INIT(5000, 10);
 
-
 /* Stop at once: nothing more is sent; the socket closes. */
 static void conn_abort(struct vsrv_conn *c, const char *reason)
 {
