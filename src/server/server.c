@@ -383,8 +383,7 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 
 	vhttp_limits_default(&srv->limits);
 	srv->limits.max_header_bytes = cfg->max_header_bytes;
-	/* The parser takes no 0; a 1-byte allowance is the closest. */
-	srv->limits.max_body_bytes = cfg->max_body_bytes ? cfg->max_body_bytes : 1;
+	srv->limits.max_body_bytes = cfg->max_body_bytes; /* 0: no body (413) */
 	srv->jcfg.spin_max_n = cfg->spin_max_n;
 	srv->jcfg.sleep_max_ms = cfg->sleep_max_ms;
 	srv->jcfg.slice_us = cfg->slice_us;

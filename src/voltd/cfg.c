@@ -76,6 +76,8 @@ static const struct vcfg_key schema[] = {
 	  "largest request body (413 above)" },
 	{ "server", "max_pipeline", VCFG_UINT, "64", 1, 1024, 0, NULL, F(server.max_pipeline),
 	  "requests in flight per connection" },
+	{ "server", "drain_timeout_ms", VCFG_UINT, "10000", 1, 3600000, 0, NULL, F(server.drain_timeout_ms),
+	  "on SIGTERM, time to finish in-flight requests before connections are cut" },
 	/* [stages] */
 	{ "stages", "exec_tasks", VCFG_UINT, "auto", 1, 4096, VCFG_F_AUTO, NULL, F(stages.exec_tasks),
 	  "executor tasks; auto = 4 per worker" },

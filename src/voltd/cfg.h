@@ -55,6 +55,7 @@ struct vcfg {
 		unsigned max_header_bytes;
 		unsigned max_body_bytes;
 		unsigned max_pipeline;
+		unsigned drain_timeout_ms;
 	} server;
 	struct {
 		unsigned exec_tasks, write_tasks; /* VCFG_AUTO: from workers */

@@ -325,6 +325,7 @@ static int srv_start(const struct vcfg *cfg, struct vrt *rt, struct vio *io, str
 	sc.max_header_bytes = cfg->server.max_header_bytes;
 	sc.max_body_bytes = cfg->server.max_body_bytes;
 	sc.max_pipeline = cfg->server.max_pipeline;
+	sc.drain_timeout_ms = cfg->server.drain_timeout_ms;
 	sc.exec_tasks = cfg->stages.exec_tasks;
 	sc.write_tasks = cfg->stages.write_tasks;
 	sc.jobs_capacity = cfg->stages.jobs_capacity;

@@ -204,6 +204,13 @@ def test_413_decided_from_content_length(voltd):
     assert request(d.port, "POST", "/v1/echo", body=b"x" * 1000).status == 200
 
 
+def test_413_when_no_body_is_allowed(voltd):
+    d = voltd("-s", "server.max_body_bytes=0")
+    r = error_case(d.port, b"POST /v1/echo HTTP/1.1\r\nHost: t\r\nContent-Length: 1\r\n\r\nx")
+    assert r.status == 413
+    assert request(d.port, "GET", "/v1/spin?n=1000").status == 200
+
+
 def test_413_chunked_over_limit(voltd):
     d = voltd("-s", "server.max_body_bytes=1000")
     r = error_case(d.port, b"POST /v1/echo HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"

@@ -141,6 +141,7 @@ static void test_every_default(void **state)
 	assert_int_equal(cfg.server.max_header_bytes, 16384);
 	assert_int_equal(cfg.server.max_body_bytes, 1048576);
 	assert_int_equal(cfg.server.max_pipeline, 64);
+	assert_int_equal(cfg.server.drain_timeout_ms, 10000);
 	assert_int_equal(cfg.stages.exec_tasks, VCFG_AUTO);
 	assert_int_equal(cfg.stages.write_tasks, VCFG_AUTO);
 	assert_int_equal(cfg.stages.jobs_capacity, 1024);
