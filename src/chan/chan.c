@@ -159,7 +159,8 @@ enum vch_status send_attempt(struct vch *ch, uint64_t value)
 				if ((int64_t)(tail - head) >= (int64_t)ch->cap2)
 					return VCH_FULL;
 			}
-			/* [R2] seq_cst: claims the position; Dekker with [W3]. */
+			/* [R2] seq_cst: claims the position; Dekker with [W3].
+			 * Relaxed on failure: the value read is only a new guess. */
 			if (vb_likely(atomic_compare_exchange_weak_explicit(&ch->tail, &tail,
 					tail + VCH_POS_STEP, memory_order_seq_cst,
 					memory_order_relaxed))) {
@@ -199,7 +200,8 @@ enum vch_status recv_attempt(struct vch *ch, uint64_t *value)
 		int64_t dif = (int64_t)(stamp - (head + 1));
 
 		if (vb_likely(dif == 0)) {
-			/* [R5] seq_cst: claims the position; Dekker with [W3]. */
+			/* [R5] seq_cst: claims the position; Dekker with [W3].
+			 * Relaxed on failure: the value read is only a new guess. */
 			if (vb_likely(atomic_compare_exchange_weak_explicit(&ch->head, &head,
 					head + VCH_POS_STEP, memory_order_seq_cst,
 					memory_order_relaxed))) {

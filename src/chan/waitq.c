@@ -81,6 +81,7 @@ void vch__waitq_init(struct vch_waitq *q)
 
 void vch__waitq_fini(struct vch_waitq *q)
 {
+	/* Relaxed: vch_free's caller guarantees nobody else uses the channel. */
 	VB_BUG_ON(atomic_load_explicit(&q->has_waiters, memory_order_relaxed) != 0);
 	pthread_mutex_destroy(&q->lock);
 }
