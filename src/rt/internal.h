@@ -53,30 +53,65 @@ static inline uint64_t vrt__st_refs(uint64_t s)
  * Mutex + intrusive singly linked list through vrt_task.next. `len` is also
  * an atomic so that workers can look for work without the lock.
  * Blocking (mutex), never fails. Any thread.
+ *
+ * Group marks: the pusher records the last task of every VRT_INJ_GROUP
+ * queued tasks (with the group's size), so that a batch pop detaches whole
+ * groups with O(1) reads under the lock and walks the tasks after unlocking.
+ * Walking them under the lock would hold it for one cache miss per task
+ * (the tasks were written by another core), which is what the spawning
+ * thread would then wait for.
  */
+#define VRT_INJ_GROUP 16u
+#define VRT_INJ_MARKS 256u
+
+struct vrt_inj_mark {
+	struct vrt_task *last; /* last task of the group */
+	uint32_t n;            /* tasks in the group */
+};
+
 struct vrt_inject {
 	pthread_mutex_t lock;
 	struct vrt_task *head, *tail;  /* under lock */
 	bool closed_remote;            /* under lock: remote spawns refused */
 	bool closed;                   /* under lock: pushes are discarded */
-	_Atomic uint64_t len;          /* written under lock; read anywhere */
+	uint32_t mh, mn;               /* under lock: first mark, number of marks */
+	uint64_t tail_fill;            /* under lock: tasks after the last mark */
+	struct vrt_inj_mark *marks;    /* under lock: ring of VRT_INJ_MARKS */
+	_Atomic uint64_t len vb_cacheline_aligned; /* written under lock; read anywhere */
+	/* Tasks in the queue that are not yielded tasks (spawns, wakes,
+	 * overflow), counted as if they sat in front (pops subtract from it):
+	 * yields go behind global work only while there is some. */
+	_Atomic uint64_t fresh;        /* written under lock; read anywhere */
 } vb_cacheline_aligned;
+static_assert(offsetof(struct vrt_inject, len) >= VB_CACHELINE,
+	      "lock-free readers of len would disturb the lock's line");
 
-void vrt__inject_init(struct vrt_inject *q);
+/* 0 or -ENOMEM. */
+int vrt__inject_init(struct vrt_inject *q);
 void vrt__inject_fini(struct vrt_inject *q);
 /* Append the list first..last (n tasks, linked through next). Returns false
  * (and links nothing) once the queue is closed. */
 bool vrt__inject_push_batch(struct vrt_inject *q, struct vrt_task *first,
 			    struct vrt_task *last, uint64_t n);
+/* As push, for yielded tasks (not counted as fresh work). */
+bool vrt__inject_push_yields(struct vrt_inject *q, struct vrt_task *first,
+			     struct vrt_task *last, uint64_t n);
 /* As push, for a remote spawn: also refused after close_remote. */
 bool vrt__inject_push_spawn(struct vrt_inject *q, struct vrt_task *t);
 /* Pop up to `max` tasks into out[]; returns the count. `share` divides the
- * queue length between workers (batch = clamp(ceil(len/share), 4, max)). */
+ * queue length between workers: the batch is clamp(ceil(len/share), 4, max)
+ * (never more than len). */
 unsigned vrt__inject_pop_batch(struct vrt_inject *q, struct vrt_task **out,
 			       unsigned max, unsigned share);
 /* Close; returns the detached list (the caller disposes of it). */
 struct vrt_task *vrt__inject_close(struct vrt_inject *q);
 void vrt__inject_close_remote(struct vrt_inject *q);
+
+static inline uint64_t vrt__inject_fresh(struct vrt_inject *q)
+{
+	/* relaxed: a hint for where yielded tasks go (either is correct). */
+	return atomic_load_explicit(&q->fresh, memory_order_relaxed);
+}
 
 static inline uint64_t vrt__inject_len(struct vrt_inject *q)
 {
@@ -171,6 +206,19 @@ static inline uint32_t vrt__wsq_steal_count(uint32_t avail)
 {
 	uint32_t n = avail - avail / 2;
 	return n > VRT_WSQ_HALF ? VRT_WSQ_HALF : n;
+}
+
+/* The runtime's mutexes guard a few pointer updates each: on contention a
+ * waiter spins briefly (glibc's adaptive mutex: bounded, then futex) rather
+ * than paying a futex sleep and wake-up for a lock held for nanoseconds. */
+static inline void vrt__mutex_init(pthread_mutex_t *m)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(m, &a);
+	pthread_mutexattr_destroy(&a);
 }
 
 /* ------------------------------------------------------------- pure math */

@@ -106,8 +106,12 @@ int vrt_new(const struct vrt_config *cfg, struct vrt **out)
 	if (!rt)
 		return -ENOMEM;
 	memset(rt, 0, sizeof(*rt));
-	vrt__inject_init(&rt->inject);
-	pthread_mutex_init(&rt->park_lock, NULL);
+	err = vrt__inject_init(&rt->inject);
+	if (err) {
+		free(rt);
+		return err;
+	}
+	vrt__mutex_init(&rt->park_lock);
 	rt->nworkers = cfg->workers;
 	rt->ops = cfg->park_ops ? cfg->park_ops : &vrt__futex_park_ops;
 	rt->park_ctx = cfg->park_ops ? cfg->park_ctx : rt;
@@ -138,7 +142,7 @@ int vrt_new(const struct vrt_config *cfg, struct vrt **out)
 		goto fail_struct;
 	}
 	for (unsigned i = 0; i < rt->nshards; i++) {
-		pthread_mutex_init(&rt->shards[i].lock, NULL);
+		vrt__mutex_init(&rt->shards[i].lock);
 		rt->shards[i].head = NULL;
 	}
 	for (unsigned i = 0; i < rt->nworkers; i++) {

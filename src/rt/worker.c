@@ -340,44 +340,46 @@ static void schedule_remote(struct vrt *rt, struct vrt_task *t)
 }
 
 /*
- * A task that returned VRT_YIELD (or ran out of budget) goes behind all the
- * work already queued, never to the LIFO slot. The worker collects yielded
- * tasks and moves them in one go when its local queues run dry, at every
- * global-interval tick, or after a full prefetch buffer's worth (a yield then
- * costs no lock, and a yielded task waits at most one interval):
- *  - budget-forced yields, and any yield while the injection queue holds
- *    work, go to the injection queue's tail (one lock acquisition);
- *  - plain yields while the injection queue is empty go to the tail of our
- *    own ring: still behind every queued task (there is no global work to
- *    be fair to), stealable by idle workers, and the task stays on the
- *    worker whose cache holds it instead of bouncing between workers.
+ * A task that returned VRT_YIELD (or ran out of budget) goes behind the work
+ * already queued, never to the LIFO slot. The worker keeps yielded tasks in
+ * a private list (a yield costs no lock) and places them all at once when
+ * its local queues run dry or at the global-interval tick:
+ *  - while the injection queue holds fresh work (spawns, wakes, overflow:
+ *    anything but yielded tasks), they go to its tail, behind that work, and
+ *    the worker takes a batch from its head; budget-forced yields always go
+ *    there (DESIGN.md);
+ *  - otherwise to the back of the worker's own ring, where idle workers can
+ *    steal them. Only yielded tasks would be queued globally then, and
+ *    sending them through the shared queue would move each of them between
+ *    cores (and, the queue never emptying, keep doing so).
+ * Returns the first task of a batch taken from the injection queue, if any.
  */
 static void push_ring(struct vrt_worker *w, struct vrt_task *t, bool notify);
+static struct vrt_task *pull_inject(struct vrt_worker *w);
 
-/* Returns true when the tasks went to the injection queue. */
-static bool flush_yields(struct vrt_worker *w)
+static struct vrt_task *flush_yields(struct vrt_worker *w, bool tick)
 {
 	struct vrt_task *t, *next;
 	bool global;
 
 	if (!w->yq_len)
-		return false;
-	global = w->yq_forced || vrt__inject_len(&w->rt->inject) != 0;
-	if (!global) {
+		return NULL;
+	global = w->yq_forced || vrt__inject_fresh(&w->rt->inject) != 0;
+	if (global) {
+		/* Closed only after every worker was joined (we are one). */
+		VB_BUG_ON(!vrt__inject_push_yields(&w->rt->inject, w->yq_head, w->yq_tail, w->yq_len));
+	} else {
 		for (t = w->yq_head; t; t = next) {
 			next = t->next;
 			push_ring(w, t, false);
 		}
-	} else {
-		/* Closed only after every worker was joined (we are one). */
-		VB_BUG_ON(!vrt__inject_push_batch(&w->rt->inject, w->yq_head, w->yq_tail, w->yq_len));
 	}
 	w->yq_head = w->yq_tail = NULL;
 	w->yq_len = 0;
 	w->yq_forced = false;
 	if (!w->in_park)
 		vrt__notify_parked(w->rt);
-	return global;
+	return global && !tick ? pull_inject(w) : NULL;
 }
 
 static void defer_yield(struct vrt_worker *w, struct vrt_task *t, bool forced)
@@ -389,8 +391,7 @@ static void defer_yield(struct vrt_worker *w, struct vrt_task *t, bool forced)
 		w->yq_head = t;
 	w->yq_tail = t;
 	w->yq_forced |= forced;
-	if (++w->yq_len >= VRT_PREFETCH_MAX)
-		flush_yields(w);
+	w->yq_len++;
 }
 
 static void schedule_local(struct vrt_worker *w, struct vrt_task *t, bool yield)
@@ -502,7 +503,6 @@ static void maintenance(struct vrt_worker *w)
 	ctr_add(&w->c.busy_ns, (uint64_t)(now - w->active_start));
 	w->active_start = now;
 	reload_tunables(w);
-	flush_yields(w);
 	w->interval = vrt__global_interval(w->ewma_ns, w->gi_min, w->gi_max);
 	w->gi_countdown = w->interval;
 	/* relaxed: single-writer statistics. */
@@ -542,6 +542,7 @@ static struct vrt_task *next_local(struct vrt_worker *w)
 		maintenance(w);
 		if (w->exiting)
 			return NULL;
+		flush_yields(w, true);
 		t = pull_inject(w);
 		if (t)
 			goto non_lifo;
@@ -653,13 +654,15 @@ static struct vrt_task *find_work(struct vrt_worker *w)
 		if (w->exiting)
 			return NULL;
 		t = next_local(w);
-		if (!t && !w->exiting) {
-			/* Our own yielded tasks just went to the injection queue:
-			 * there is work there, so take a batch before searching. */
-			if (flush_yields(w))
-				t = pull_inject(w);
+		if (!t && !w->exiting && w->yq_len) {
+			/* Our yielded tasks: a batch of global work first, if any;
+			 * else they are in our ring now. */
+			t = flush_yields(w, false);
 			if (!t)
-				t = steal_work(w, &retry);
+				continue;
+		}
+		if (!t && !w->exiting) {
+			t = steal_work(w, &retry);
 			if (!t)
 				t = pull_inject(w);
 		}
@@ -791,7 +794,8 @@ void *vrt__worker_main(void *arg)
 
 	while ((t = find_work(w)) != NULL)
 		run_task(w, t);
-	flush_yields(w); /* vrt_shutdown disposes of what is queued */
+	if (w->yq_len) /* vrt_shutdown disposes of what is queued */
+		VB_BUG_ON(!vrt__inject_push_yields(&rt->inject, w->yq_head, w->yq_tail, w->yq_len));
 
 	ctr_add(&w->c.busy_ns, (uint64_t)(vb_now_ns() - w->active_start));
 	if (w->searching) {

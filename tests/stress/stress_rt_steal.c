@@ -134,7 +134,7 @@ static void run(unsigned stealers, uint32_t start_index)
 	nstealers = stealers;
 	for (unsigned i = 0; i <= stealers; i++)
 		vrt__wsq_init(rings[i], start_index - 1000 * i);
-	vrt__inject_init(&inj);
+	SH_CHECK(vrt__inject_init(&inj) == 0, "inject init");
 	for (uint32_t i = 0; i < nitems; i++)
 		atomic_store_explicit(&seen[i], 0, memory_order_relaxed);
 	atomic_store(&owner_done, false);

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <cmocka.h>
 
-#define NTASK 4096
+#define NTASK 8192
 
 static struct vrt_task tasks[NTASK];
 
@@ -91,7 +91,7 @@ static void run_model(uint32_t start_a, uint32_t start_b, unsigned seed, unsigne
 	memset(&mb, 0, sizeof(mb));
 	memset(&mi, 0, sizeof(mi));
 	memset(seen, 0, sizeof(seen));
-	vrt__inject_init(&inj);
+	assert_int_equal(vrt__inject_init(&inj), 0);
 	vb_rng_seed(&rng, seed);
 
 	for (unsigned step = 0; step < steps; step++) {
@@ -240,7 +240,7 @@ static void test_overflow_in_flight(void **st)
 		struct vrt_task *t;
 		uint32_t n;
 
-		vrt__inject_init(&inj);
+		assert_int_equal(vrt__inject_init(&inj), 0);
 		for (unsigned i = 0; i < VRT_WSQ_CAP; i++)
 			assert_int_equal(vrt__wsq_push(a, &tasks[i], &inj).overflowed, 0);
 		/* Simulate phase 1 of a steal of 10 (claimed, not yet released). */
@@ -301,7 +301,7 @@ static void test_steal_limits(void **st)
 	struct vrt_task *t;
 	uint32_t n;
 
-	vrt__inject_init(&inj);
+	assert_int_equal(vrt__inject_init(&inj), 0);
 	for (unsigned i = 0; i < 256; i++)
 		vrt__wsq_push(a, &tasks[i], &inj);
 	assert_int_equal(vrt__wsq_steal_into(a, b, &t, &n), VRT_STEAL_OK);
@@ -318,6 +318,48 @@ static void test_steal_limits(void **st)
 	vrt__inject_fini(&inj);
 	free(a);
 	free(b);
+}
+
+/* Group marks: FIFO order and exact batch sizes whatever the mix of single
+ * and batch pushes and partial pops, also past VRT_INJ_MARKS groups. */
+static void test_inject_groups(void **st)
+{
+	struct vrt_inject inj;
+	struct vrt_task *out[128];
+	unsigned next_out = 0, n;
+
+	(void)st;
+	assert_int_equal(vrt__inject_init(&inj), 0);
+	for (unsigned i = 0; i < 100; i++)
+		assert_true(vrt__inject_push_batch(&inj, &tasks[i], &tasks[i], 1));
+	unsigned ks[] = { 40, 5, 20, 1, 16, 17 };
+	for (unsigned j = 0; j < 6; j++) {
+		n = vrt__inject_pop_batch(&inj, out, ks[j], 1);
+		assert_int_equal(n, ks[j]);
+		for (unsigned i = 0; i < n; i++)
+			assert_ptr_equal(out[i], &tasks[next_out++]);
+	}
+	/* a linked batch of 129 after the 1 left */
+	for (unsigned i = 100; i < 229; i++)
+		tasks[i].next = i + 1 < 229 ? &tasks[i + 1] : NULL;
+	assert_true(vrt__inject_push_batch(&inj, &tasks[100], &tasks[228], 129));
+	assert_int_equal(vrt__inject_len(&inj), 1 + 129);
+	while ((n = vrt__inject_pop_batch(&inj, out, 23, 2)) != 0)
+		for (unsigned i = 0; i < n; i++)
+			assert_ptr_equal(out[i], &tasks[next_out++]);
+	assert_int_equal(next_out, 229);
+	assert_int_equal(vrt__inject_len(&inj), 0);
+	/* 512 groups, more than the 256 marks: the rest is walked */
+	for (unsigned i = 0; i < NTASK; i++)
+		assert_true(vrt__inject_push_batch(&inj, &tasks[i], &tasks[i], 1));
+	for (unsigned total = 0; total < NTASK; total += n) {
+		n = vrt__inject_pop_batch(&inj, out, 1 + (total % 128), 1);
+		assert_int_equal(n, total + 1 + (total % 128) > NTASK ? NTASK - total : 1 + (total % 128));
+		for (unsigned i = 0; i < n; i++)
+			assert_ptr_equal(out[i], &tasks[total + i]);
+	}
+	assert_int_equal(vrt__inject_len(&inj), 0);
+	vrt__inject_fini(&inj);
 }
 
 static void test_batch_size(void **st)
@@ -348,6 +390,7 @@ int main(void)
 		cmocka_unit_test(test_pack),
 		cmocka_unit_test(test_steal_count),
 		cmocka_unit_test(test_batch_size),
+		cmocka_unit_test(test_inject_groups),
 		cmocka_unit_test(test_steal_limits),
 		cmocka_unit_test(test_overflow_in_flight),
 		cmocka_unit_test(test_model_zero),
