@@ -90,7 +90,10 @@ static void run_echo(const struct vio_config *vcfg, unsigned threads, unsigned c
 	print_io_stats(&h, &sum);
 	print_message("# server: accepted %lu closed %lu resets %lu errors %lu\n",
 		      e.accepted, e.closed, e.resets, e.errors);
-	assert_int_equal(e.accepted, res.conns_done);
+	/* A client that resets before the server accepts it is dropped by the
+	 * kernel (accept: ECONNABORTED): only those may be missing. */
+	assert_true(e.accepted <= res.conns_done);
+	assert_true(e.accepted + res.resets >= res.conns_done);
 	assert_int_equal(e.closed, e.accepted);
 	assert_int_equal(e.errors, 0);
 	assert_int_equal(sum.accepts, e.accepted);
