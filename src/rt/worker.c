@@ -51,6 +51,9 @@
 
 #include <errno.h>
 
+/* Ring length from which a local push wakes a parked worker (push_ring). */
+#define VRT_RING_NOTIFY_MIN 2
+
 __thread struct vrt_worker *vrt__tls_worker;
 __thread struct vrt_task *vrt__tls_task;
 
@@ -325,7 +328,12 @@ static void push_ring(struct vrt_worker *w, struct vrt_task *t, bool notify)
 	}
 	/* The injection queue closes only after every worker was joined. */
 	VB_BUG_ON(r.dropped);
-	if (notify && !w->in_park)
+	/* A single task in our ring is not worth waking a sleeper for: we are
+	 * awake and run it soon, while the sleeper would pay a futex wake-up
+	 * (and often a context switch on our core) to steal half of one task.
+	 * From VRT_RING_NOTIFY_MIN tasks on, or on overflow, one parked
+	 * worker is woken. */
+	if (notify && !w->in_park && (r.overflowed || vrt__wsq_len(&w->q) >= VRT_RING_NOTIFY_MIN))
 		vrt__notify_parked(w->rt);
 }
 
