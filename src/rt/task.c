@@ -170,6 +170,11 @@ bool vrt_task_join_poll(struct vrt_task *target)
 	return true;
 }
 
+/* Bounded spin of a thread joiner before it sleeps: a task being waited for
+ * often completes within a few microseconds, and a futex sleep and wake-up
+ * costs both sides more than that. */
+#define VRT_JOIN_SPIN 256
+
 void vrt_task_join_wait(struct vrt_task *target)
 {
 	/* [T4] acq_rel: as join_poll; a thread joiner has no waiter pointer. */
@@ -177,6 +182,12 @@ void vrt_task_join_wait(struct vrt_task *target)
 
 	if ((s & VRT_ST_LIFE) == VRT_ST_COMPLETE)
 		return;
+	for (unsigned i = 0; i < VRT_JOIN_SPIN; i++) {
+		/* [T6] acquire: pairs with the completer's release exchange. */
+		if (atomic_load_explicit(&target->join_futex, memory_order_acquire) == 1)
+			return;
+		vb_cpu_relax();
+	}
 	for (;;) {
 		/* [T6] acquire: pairs with the completer's release exchange. */
 		uint32_t v = atomic_load_explicit(&target->join_futex, memory_order_acquire);
