@@ -359,14 +359,48 @@ struct vrt {
 	bool shut;                       /* vrt_shutdown ran (caller thread) */
 };
 
-/* worker.c */
+/* Single-writer counter: relaxed load + store (no RMW needed); the
+ * snapshot reader only needs each value eventually. */
+static inline void vrt__ctr_add(_Atomic uint64_t *c, uint64_t n)
+{
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+/*
+ * The seq_cst fence of the Dekker pattern [W4]/[W5]. ThreadSanitizer does
+ * not model fences (gcc warns, -Wtsan); there a seq_cst RMW on the idle word
+ * gives the same guarantee (both sides then RMW one location, whose
+ * modification order they observe), at the cost of a contended line that
+ * the production build avoids.
+ */
+static inline void vrt__dekker_fence(struct vrt *rt)
+{
+#if defined(__SANITIZE_THREAD__)
+	/* [W4]/[W5] seq_cst RMW, see above. */
+	atomic_fetch_add_explicit(&rt->idle, 0, memory_order_seq_cst);
+#else
+	(void)rt;
+	/* [W4]/[W5] seq_cst fence, see above. */
+	atomic_thread_fence(memory_order_seq_cst);
+#endif
+}
+
+/* park.c (worker thread unless noted) */
 extern const struct vrt_park_ops vrt__futex_park_ops;
+void vrt__notify_parked(struct vrt *rt);      /* any thread */
+void vrt__unpark_all(struct vrt *rt);         /* any thread */
+bool vrt__try_become_searcher(struct vrt_worker *w);
+void vrt__transition_from_searching(struct vrt_worker *w);
+bool vrt__local_has_work(struct vrt_worker *w);
+void vrt__park(struct vrt_worker *w);
+
+/* worker.c */
+void vrt__reload_tunables(struct vrt_worker *w);
 extern __thread struct vrt_worker *vrt__tls_worker;
 extern __thread struct vrt_task *vrt__tls_task;
 void *vrt__worker_main(void *arg);
 void vrt__schedule(struct vrt_task *t, bool yield);
-void vrt__notify_parked(struct vrt *rt);
-void vrt__unpark_all(struct vrt *rt);
 
 /* task.c */
 void vrt__task_complete(struct vrt_worker *w, struct vrt_task *t);

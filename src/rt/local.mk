@@ -3,6 +3,7 @@
 libvolt_a_SOURCES += \
 	src/rt/rt.h src/rt/internal.h \
 	src/rt/inject.c \
+	src/rt/park.c \
 	src/rt/rt.c \
 	src/rt/task.c \
 	src/rt/worker.c \

@@ -1,28 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * rt/worker.c: the worker loop: find_work, polling a task, spawning, the
- * searching/parked accounting and the default futex park ops.
+ * rt/worker.c: the worker loop: find_work, polling a task, spawning and
+ * scheduling, yielded tasks, the global-interval maintenance and the DRAIN
+ * shutdown's quiescence detection. Searching and parking: park.c.
  *
  * find_work order (DESIGN.md section 2): every global_interval ticks the
  * injection queue first (checked before local work, or a busy worker would
  * never look at it); the prefetched global batch; the LIFO slot (at most
  * lifo_poll_cap in a row, then its task goes to the back of the ring); the
- * ring; then, local work exhausted: this worker's yielded tasks are flushed
- * (to the injection queue - then a batch is taken back at once, since there
- * is known work there - or, when that queue is empty, to the back of the
- * ring); steal (random first victim, every other worker once; skipped with
- * stealing = off or when ~half the workers already search); the injection
- * queue; park.
+ * ring; then, local work exhausted: this worker's yielded tasks are placed
+ * (see flush_yields); steal (random first victim, every other worker once;
+ * skipped with stealing = off or when ~half the workers already search); the
+ * injection queue; park.
  *
  * Threading: every function taking a struct vrt_worker * runs on that
- * worker's thread. vrt_spawn, vrt__schedule and vrt__notify_parked run on
- * any thread.
+ * worker's thread. vrt_spawn and vrt__schedule run on any thread.
  *
  * Ordering:
- *   rt->idle          [searching:32 | parked:32]; RMW (seq_cst) by workers
- *                     entering/leaving searching, by parkers and notifiers
- *                     (the parked half only under park_lock)
- *   rt->parked_bits   written under park_lock; read under it (stats: relaxed)
+ *   rt->idle, parked bitmap: see park.c ([W4]..[W6])
  *   rt->phase         written by vrt_shutdown; read by workers
  *   rt->drain_*       workers during a DRAIN shutdown
  *   task state        see task.c ([T1]..[T6])
@@ -32,12 +27,8 @@
  *   [W2] the worker's CAS to RUNNING is acquire ([T2]): pairs with [T1]
  *        and [T3] of the previous poll.
  *   [W3] after poll: CAS release ([T3]).
- *   [W4] notifier: push work, then seq_cst fence, then read idle. Parker:
- *        RMW idle (seq_cst), then seq_cst fence [W5], then read the queues.
- *        Either the notifier sees the parker (and wakes it) or the parker
- *        sees the work (and does not sleep): the Dekker pattern.
- *   [W6] searcher leaving with work: RMW idle seq_cst; if it was the last
- *        searcher it notifies (which runs [W4]).
+ *   [W4]/[W5] the Dekker pattern between a pusher that notifies and a
+ *        worker that parks; [W6] the searching count (park.c).
  *   [W7] phase store release (vrt_shutdown) pairs with the workers' acquire
  *        loads; drain_done likewise.
  *   [W8] start_pending: each worker's acq_rel decrement; the last one sets
@@ -86,234 +77,6 @@ bool vrt_budget_consume(void)
 	return true;
 }
 
-static inline void ctr_add(_Atomic uint64_t *c, uint64_t n)
-{
-	/* Single-writer counter: relaxed load + store (no RMW needed); the
-	 * snapshot reader only needs each value eventually. */
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-			      memory_order_relaxed);
-}
-
-/* ---------------------------------------------------------- notify / park */
-
-/*
- * The seq_cst fence of the Dekker pattern [W4]/[W5]. ThreadSanitizer does
- * not model fences (gcc warns, -Wtsan); there a seq_cst RMW on the idle word
- * gives the same guarantee (both sides then RMW one location, whose
- * modification order they observe), at the cost of a contended line that
- * the production build avoids.
- */
-static inline void dekker_fence(struct vrt *rt)
-{
-#if defined(__SANITIZE_THREAD__)
-	/* [W4]/[W5] seq_cst RMW, see above. */
-	atomic_fetch_add_explicit(&rt->idle, 0, memory_order_seq_cst);
-#else
-	(void)rt;
-	/* [W4]/[W5] seq_cst fence, see above. */
-	atomic_thread_fence(memory_order_seq_cst);
-#endif
-}
-
-static void unpark_worker(struct vrt *rt, unsigned id)
-{
-	rt->ops->unpark(rt->park_ctx, id);
-}
-
-void vrt__unpark_all(struct vrt *rt)
-{
-	for (unsigned i = 0; i < rt->nworkers; i++)
-		unpark_worker(rt, i);
-}
-
-/* Under park_lock: take one parked worker out of the bitmap (ctz). With
- * more than 64 workers the first word looked at rotates, so that every
- * word's sleepers get their turn. */
-static int pop_parked_locked(struct vrt *rt)
-{
-	unsigned start = rt->wake_word;
-
-	if (rt->nwords > 1)
-		rt->wake_word = start + 1 == rt->nwords ? 0 : start + 1;
-	for (unsigned k = 0, i = start; k < rt->nwords; k++, i = i + 1 == rt->nwords ? 0 : i + 1) {
-		/* relaxed: written only under park_lock, which we hold. */
-		uint64_t b = atomic_load_explicit(&rt->parked_bits[i], memory_order_relaxed);
-		if (b) {
-			unsigned bit = (unsigned)__builtin_ctzll(b);
-			/* relaxed: under park_lock (stats read it relaxed). */
-			atomic_store_explicit(&rt->parked_bits[i], b & ~(UINT64_C(1) << bit),
-					      memory_order_relaxed);
-			return (int)(i * 64 + bit);
-		}
-	}
-	return -1;
-}
-
-void vrt__notify_parked(struct vrt *rt)
-{
-	uint64_t v;
-	int id = -1;
-
-	/* [W4] seq_cst fence: the work pushed before is ordered before the
-	 * read of idle; pairs with the parker's [W5]. */
-	dekker_fence(rt);
-	/* relaxed: ordered by the fence above (fence-to-fence rule). */
-	v = atomic_load_explicit(&rt->idle, memory_order_relaxed);
-	if (vrt__idle_searching(v) != 0 || vrt__idle_parked(v) == 0)
-		return;
-	pthread_mutex_lock(&rt->park_lock);
-	/* relaxed: the parked half changes only under the lock we hold; the
-	 * searching half is re-read and a stale non-zero only skips a wake
-	 * that the running searcher makes unnecessary. */
-	v = atomic_load_explicit(&rt->idle, memory_order_relaxed);
-	if (vrt__idle_searching(v) == 0 && vrt__idle_parked(v) > 0) {
-		id = pop_parked_locked(rt);
-		VB_BUG_ON(id < 0);
-		/* The woken worker starts out searching: counted here so
-		 * that no second notifier wakes another one for the same work.
-		 * seq_cst: part of [W4]/[W6]. */
-		atomic_fetch_add_explicit(&rt->idle, VRT_IDLE_SEARCH_ONE - VRT_IDLE_PARK_ONE,
-					  memory_order_seq_cst);
-	}
-	pthread_mutex_unlock(&rt->park_lock);
-	if (id >= 0)
-		unpark_worker(rt, (unsigned)id);
-}
-
-static bool try_become_searcher(struct vrt_worker *w)
-{
-	struct vrt *rt = w->rt;
-	/* relaxed: a guess for the CAS. */
-	uint64_t v = atomic_load_explicit(&rt->idle, memory_order_relaxed);
-
-	if (w->searching)
-		return true;
-	for (;;) {
-		/* At most about half the workers search (ceil(n/2)). */
-		if (2 * vrt__idle_searching(v) >= rt->nworkers)
-			return false;
-		/* seq_cst: [W6] the searcher count takes part in the Dekker
-		 * pattern with notifiers ([W4]). */
-		if (atomic_compare_exchange_weak_explicit(&rt->idle, &v, v + VRT_IDLE_SEARCH_ONE,
-				memory_order_seq_cst, memory_order_relaxed)) /* failure relaxed: retried */
-			break;
-	}
-	w->searching = true;
-	ctr_add(&w->c.searching_transitions, 1);
-	return true;
-}
-
-/* Leaving searching because we found work: the last searcher wakes another
- * so that the rest of the work (if any) is not left to sleeping workers. */
-static void transition_from_searching(struct vrt_worker *w)
-{
-	uint64_t prev;
-
-	if (!w->searching)
-		return;
-	w->searching = false;
-	/* [W6] seq_cst: see the Ordering block. */
-	prev = atomic_fetch_sub_explicit(&w->rt->idle, VRT_IDLE_SEARCH_ONE, memory_order_seq_cst);
-	if (vrt__idle_searching(prev) == 1)
-		vrt__notify_parked(w->rt);
-}
-
-static bool local_has_work(struct vrt_worker *w)
-{
-	return w->lifo || w->pf_len || w->yq_len || vrt__wsq_len(&w->q) != 0;
-}
-
-/* Is there work a parker must not sleep on? `all` = also other rings (the
- * last searcher re-checks every queue). */
-static bool work_visible(struct vrt_worker *w, bool all)
-{
-	struct vrt *rt = w->rt;
-
-	if (local_has_work(w) || vrt__inject_len(&rt->inject) != 0)
-		return true;
-	if (all && w->stealing) {
-		for (unsigned i = 0; i < rt->nworkers; i++)
-			if (i != w->id && vrt__wsq_len(&rt->workers[i]->q) != 0)
-				return true;
-	}
-	return false;
-}
-
-/* Clear our parked bit after a park (or an aborted one). Returns true when
- * someone else cleared it: a notifier woke us and counted us as searching. */
-static bool unmark_parked(struct vrt_worker *w)
-{
-	struct vrt *rt = w->rt;
-	uint64_t bit = UINT64_C(1) << (w->id % 64);
-	_Atomic uint64_t *word = &rt->parked_bits[w->id / 64];
-	bool notified;
-
-	pthread_mutex_lock(&rt->park_lock);
-	/* relaxed: written only under park_lock, which we hold. */
-	uint64_t b = atomic_load_explicit(word, memory_order_relaxed);
-	notified = !(b & bit);
-	if (!notified) {
-		/* relaxed: under park_lock. */
-		atomic_store_explicit(word, b & ~bit, memory_order_relaxed);
-		/* seq_cst: the parked half of [W4]/[W5]. */
-		atomic_fetch_sub_explicit(&rt->idle, VRT_IDLE_PARK_ONE, memory_order_seq_cst);
-	}
-	pthread_mutex_unlock(&rt->park_lock);
-	if (notified) {
-		w->searching = true;
-		ctr_add(&w->c.searching_transitions, 1);
-	}
-	return notified;
-}
-
-static void reload_tunables(struct vrt_worker *w);
-
-static void park(struct vrt_worker *w)
-{
-	struct vrt *rt = w->rt;
-	bool last;
-	int64_t now;
-
-	w->in_park = true;
-	if (rt->ops->poll) {
-		rt->ops->poll(rt->park_ctx, w->id);
-		if (local_has_work(w))
-			goto out;
-	}
-	pthread_mutex_lock(&rt->park_lock);
-	{
-		uint64_t delta = VRT_IDLE_PARK_ONE - (w->searching ? VRT_IDLE_SEARCH_ONE : 0);
-		/* seq_cst: [W5] with the fence below; pairs with [W4]. */
-		uint64_t prev = atomic_fetch_add_explicit(&rt->idle, delta, memory_order_seq_cst);
-		last = w->searching && vrt__idle_searching(prev) == 1;
-		w->searching = false;
-		_Atomic uint64_t *word = &rt->parked_bits[w->id / 64];
-		/* relaxed: written only under park_lock, which we hold. */
-		atomic_store_explicit(word, atomic_load_explicit(word, memory_order_relaxed)
-				      | (UINT64_C(1) << (w->id % 64)), memory_order_relaxed);
-	}
-	pthread_mutex_unlock(&rt->park_lock);
-	/* [W5] seq_cst fence: our idle RMW is ordered before the queue reads
-	 * below; pairs with [W4]. */
-	dekker_fence(rt);
-	if (work_visible(w, last)) {
-		unmark_parked(w);
-		goto out;
-	}
-	now = vb_now_ns();
-	ctr_add(&w->c.busy_ns, (uint64_t)(now - w->active_start));
-	ctr_add(&w->c.parks, 1);
-	rt->ops->park(rt->park_ctx, w->id, rt->park_timeout_ns);
-	if (unmark_parked(w))
-		ctr_add(&w->c.unparks, 1);
-	now = vb_now_ns();
-	w->active_start = now;
-	w->batch_start = now;
-	w->batch_polls = 0;
-	reload_tunables(w); /* a vrt_set_* may have come while we slept */
-out:
-	w->in_park = false;
-}
 
 /* ------------------------------------------------------------- scheduling */
 
@@ -322,8 +85,8 @@ static void push_ring(struct vrt_worker *w, struct vrt_task *t, bool notify)
 	struct vrt_wsq_push_res r = vrt__wsq_push(&w->q, t, &w->rt->inject);
 
 	if (r.overflowed) {
-		ctr_add(&w->c.overflows, 1);
-		ctr_add(&w->c.tasks_overflowed, r.overflowed);
+		vrt__ctr_add(&w->c.overflows, 1);
+		vrt__ctr_add(&w->c.tasks_overflowed, r.overflowed);
 		notify = true;
 	}
 	/* The injection queue closes only after every worker was joined. */
@@ -444,7 +207,7 @@ static int spawn(struct vrt *rt, struct vrt_task *t, uint64_t ref)
 			break;
 	}
 	if (w && w->rt == rt) {
-		ctr_add(&w->c.spawned_local, 1);
+		vrt__ctr_add(&w->c.spawned_local, 1);
 		schedule_local(w, t, false);
 		return 0;
 	}
@@ -480,7 +243,7 @@ int vrt_spawn_detached(struct vrt *rt, struct vrt_task *t)
 
 /* ------------------------------------------------------------- find_work */
 
-static void reload_tunables(struct vrt_worker *w)
+void vrt__reload_tunables(struct vrt_worker *w)
 {
 	struct vrt *rt = w->rt;
 
@@ -508,9 +271,9 @@ static void maintenance(struct vrt_worker *w)
 	}
 	w->batch_start = now;
 	w->batch_polls = 0;
-	ctr_add(&w->c.busy_ns, (uint64_t)(now - w->active_start));
+	vrt__ctr_add(&w->c.busy_ns, (uint64_t)(now - w->active_start));
 	w->active_start = now;
-	reload_tunables(w);
+	vrt__reload_tunables(w);
 	w->interval = vrt__global_interval(w->ewma_ns, w->gi_min, w->gi_max);
 	w->gi_countdown = w->interval;
 	/* relaxed: single-writer statistics. */
@@ -531,8 +294,8 @@ static struct vrt_task *pull_inject(struct vrt_worker *w)
 	n = vrt__inject_pop_batch(&rt->inject, w->prefetch, w->batch_max, rt->nworkers);
 	if (!n)
 		return NULL;
-	ctr_add(&w->c.global_batches, 1);
-	ctr_add(&w->c.global_tasks, n);
+	vrt__ctr_add(&w->c.global_batches, 1);
+	vrt__ctr_add(&w->c.global_tasks, n);
 	w->pf_head = 1;
 	w->pf_len = n - 1;
 	return w->prefetch[0];
@@ -565,7 +328,7 @@ static struct vrt_task *next_local(struct vrt_worker *w)
 		w->lifo = NULL;
 		if (w->lifo_run < w->lifo_cap) {
 			w->lifo_run++;
-			ctr_add(&w->c.lifo_polls, 1);
+			vrt__ctr_add(&w->c.lifo_polls, 1);
 			return t;
 		}
 		/* Cap reached: the ring is served first; no notify, we run it. */
@@ -584,7 +347,7 @@ static struct vrt_task *steal_work(struct vrt_worker *w, bool *retry)
 	struct vrt *rt = w->rt;
 	unsigned n = rt->nworkers, start;
 
-	if (n < 2 || !w->stealing || !try_become_searcher(w))
+	if (n < 2 || !w->stealing || !vrt__try_become_searcher(w))
 		return NULL;
 	start = vb_rng_below(&w->rng, n);
 	for (unsigned i = 0; i < n; i++) {
@@ -596,8 +359,8 @@ static struct vrt_task *steal_work(struct vrt_worker *w, bool *retry)
 			continue;
 		switch (vrt__wsq_steal_into(&rt->workers[v]->q, &w->q, &t, &got)) {
 		case VRT_STEAL_OK:
-			ctr_add(&w->c.steal_ops, 1);
-			ctr_add(&w->c.tasks_stolen, got);
+			vrt__ctr_add(&w->c.steal_ops, 1);
+			vrt__ctr_add(&w->c.tasks_stolen, got);
 			return t;
 		case VRT_STEAL_RETRY:
 			*retry = true;
@@ -620,7 +383,7 @@ static bool drain_idle(struct vrt_worker *w)
 		/* Every worker found nothing; idle workers' queues stay empty
 		 * (only an owner fills its ring). Only the injection queue
 		 * can still receive work (wakes from other threads). */
-		dekker_fence(rt); /* [W5] as in park; pairs with [W4] */
+		vrt__dekker_fence(rt); /* [W5] as in park; pairs with [W4] */
 		if (vrt__inject_len(&rt->inject) == 0) {
 			/* relaxed: only the deciding worker (n == nworkers) writes. */
 			if (!atomic_load_explicit(&rt->drain_cancelled, memory_order_relaxed)) {
@@ -640,7 +403,7 @@ static bool drain_idle(struct vrt_worker *w)
 		atomic_fetch_sub_explicit(&rt->drain_idle, 1, memory_order_acq_rel);
 		return false;
 	}
-	park(w);
+	vrt__park(w);
 	/* [W7] acquire: pairs with the release store above. */
 	if (atomic_load_explicit(&rt->drain_done, memory_order_acquire))
 		return true;
@@ -675,7 +438,7 @@ static struct vrt_task *find_work(struct vrt_worker *w)
 				t = pull_inject(w);
 		}
 		if (t) {
-			transition_from_searching(w);
+			vrt__transition_from_searching(w);
 			return t;
 		}
 		if (w->exiting)
@@ -704,7 +467,7 @@ static struct vrt_task *find_work(struct vrt_worker *w)
 			}
 			continue;
 		}
-		park(w);
+		vrt__park(w);
 	}
 }
 
@@ -729,7 +492,7 @@ static void run_task(struct vrt_worker *w, struct vrt_task *t)
 	w->budget_hit = false;
 	r = t->vt->poll(t);
 	vrt__tls_task = NULL;
-	ctr_add(&w->c.polls, 1);
+	vrt__ctr_add(&w->c.polls, 1);
 	w->batch_polls++;
 
 	if (r == VRT_READY) {
@@ -758,7 +521,7 @@ static void run_task(struct vrt_worker *w, struct vrt_task *t)
 	if (w->budget_hit || r == VRT_YIELD) {
 		/* Behind everything (see flush_yields). */
 		if (w->budget_hit)
-			ctr_add(&w->c.budget_yields, 1);
+			vrt__ctr_add(&w->c.budget_yields, 1);
 		defer_yield(w, t, w->budget_hit);
 	} else {
 		/* Woken during its own poll: back of the local ring. */
@@ -795,7 +558,7 @@ void *vrt__worker_main(void *arg)
 		return NULL;
 	}
 	w->active_start = w->batch_start = now;
-	reload_tunables(w);
+	vrt__reload_tunables(w);
 	w->interval = vrt__global_interval(0, w->gi_min, w->gi_max);
 	w->gi_countdown = w->interval;
 	w->io_countdown = rt->ops->poll ? rt->io_poll_interval : 0;
@@ -805,7 +568,7 @@ void *vrt__worker_main(void *arg)
 	if (w->yq_len) /* vrt_shutdown disposes of what is queued */
 		VB_BUG_ON(!vrt__inject_push_yields(&rt->inject, w->yq_head, w->yq_tail, w->yq_len));
 
-	ctr_add(&w->c.busy_ns, (uint64_t)(vb_now_ns() - w->active_start));
+	vrt__ctr_add(&w->c.busy_ns, (uint64_t)(vb_now_ns() - w->active_start));
 	if (w->searching) {
 		w->searching = false;
 		/* seq_cst: [W6]; keeps the count exact for the stats after stop. */
@@ -816,27 +579,3 @@ void *vrt__worker_main(void *arg)
 	vrt__tls_worker = NULL;
 	return NULL;
 }
-
-/* ------------------------------------------------------ default park ops */
-
-static void futex_park(void *ctx, unsigned worker, int64_t timeout_ns)
-{
-	struct vrt *rt = ctx;
-
-	vb_event_wait(&rt->workers[worker]->park_ev, timeout_ns);
-}
-
-static void futex_unpark(void *ctx, unsigned worker)
-{
-	struct vrt *rt = ctx;
-
-	vb_event_set(&rt->workers[worker]->park_ev);
-}
-
-const struct vrt_park_ops vrt__futex_park_ops = {
-	.worker_start = NULL,
-	.worker_stop = NULL,
-	.park = futex_park,
-	.unpark = futex_unpark,
-	.poll = NULL,
-};

@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rt/park.c: searching and parking: the idle word (searching and parked
+ * counts), the parked-worker bitmap, "last searcher must notify", the park
+ * path with its re-checks, and the default futex park ops. Functions taking
+ * a struct vrt_worker * run on that worker's thread; vrt__notify_parked and
+ * vrt__unpark_all on any thread.
+ *
+ * Ordering (labels shared with worker.c):
+ *   rt->idle          [searching:32 | parked:32]; RMW (seq_cst) by workers
+ *                     entering/leaving searching, by parkers and notifiers
+ *                     (the parked half only under park_lock)
+ *   rt->parked_bits   written under park_lock; read under it (stats: relaxed)
+ *   [W4] notifier: push work, then seq_cst fence, then read idle. Parker:
+ *        RMW idle (seq_cst), then seq_cst fence [W5], then read the queues.
+ *        Either the notifier sees the parker (and wakes it) or the parker
+ *        sees the work (and does not sleep): the Dekker pattern.
+ *   [W6] searcher leaving with work: RMW idle seq_cst; if it was the last
+ *        searcher it notifies (which runs [W4]).
+ */
+#include "rt/internal.h"
+#include "base/time.h"
+
+static void unpark_worker(struct vrt *rt, unsigned id)
+{
+	rt->ops->unpark(rt->park_ctx, id);
+}
+
+void vrt__unpark_all(struct vrt *rt)
+{
+	for (unsigned i = 0; i < rt->nworkers; i++)
+		unpark_worker(rt, i);
+}
+
+/* Under park_lock: take one parked worker out of the bitmap (ctz). With
+ * more than 64 workers the first word looked at rotates, so that every
+ * word's sleepers get their turn. */
+static int pop_parked_locked(struct vrt *rt)
+{
+	unsigned start = rt->wake_word;
+
+	if (rt->nwords > 1)
+		rt->wake_word = start + 1 == rt->nwords ? 0 : start + 1;
+	for (unsigned k = 0, i = start; k < rt->nwords; k++, i = i + 1 == rt->nwords ? 0 : i + 1) {
+		/* relaxed: written only under park_lock, which we hold. */
+		uint64_t b = atomic_load_explicit(&rt->parked_bits[i], memory_order_relaxed);
+		if (b) {
+			unsigned bit = (unsigned)__builtin_ctzll(b);
+			/* relaxed: under park_lock (stats read it relaxed). */
+			atomic_store_explicit(&rt->parked_bits[i], b & ~(UINT64_C(1) << bit),
+					      memory_order_relaxed);
+			return (int)(i * 64 + bit);
+		}
+	}
+	return -1;
+}
+
+void vrt__notify_parked(struct vrt *rt)
+{
+	uint64_t v;
+	int id = -1;
+
+	/* [W4] seq_cst fence: the work pushed before is ordered before the
+	 * read of idle; pairs with the parker's [W5]. */
+	vrt__dekker_fence(rt);
+	/* relaxed: ordered by the fence above (fence-to-fence rule). */
+	v = atomic_load_explicit(&rt->idle, memory_order_relaxed);
+	if (vrt__idle_searching(v) != 0 || vrt__idle_parked(v) == 0)
+		return;
+	pthread_mutex_lock(&rt->park_lock);
+	/* relaxed: the parked half changes only under the lock we hold; the
+	 * searching half is re-read and a stale non-zero only skips a wake
+	 * that the running searcher makes unnecessary. */
+	v = atomic_load_explicit(&rt->idle, memory_order_relaxed);
+	if (vrt__idle_searching(v) == 0 && vrt__idle_parked(v) > 0) {
+		id = pop_parked_locked(rt);
+		VB_BUG_ON(id < 0);
+		/* The woken worker starts out searching: counted here so
+		 * that no second notifier wakes another one for the same work.
+		 * seq_cst: part of [W4]/[W6]. */
+		atomic_fetch_add_explicit(&rt->idle, VRT_IDLE_SEARCH_ONE - VRT_IDLE_PARK_ONE,
+					  memory_order_seq_cst);
+	}
+	pthread_mutex_unlock(&rt->park_lock);
+	if (id >= 0)
+		unpark_worker(rt, (unsigned)id);
+}
+
+bool vrt__try_become_searcher(struct vrt_worker *w)
+{
+	struct vrt *rt = w->rt;
+	/* relaxed: a guess for the CAS. */
+	uint64_t v = atomic_load_explicit(&rt->idle, memory_order_relaxed);
+
+	if (w->searching)
+		return true;
+	for (;;) {
+		/* At most about half the workers search (ceil(n/2)). */
+		if (2 * vrt__idle_searching(v) >= rt->nworkers)
+			return false;
+		/* seq_cst: [W6] the searcher count takes part in the Dekker
+		 * pattern with notifiers ([W4]). */
+		if (atomic_compare_exchange_weak_explicit(&rt->idle, &v, v + VRT_IDLE_SEARCH_ONE,
+				memory_order_seq_cst, memory_order_relaxed)) /* failure relaxed: retried */
+			break;
+	}
+	w->searching = true;
+	vrt__ctr_add(&w->c.searching_transitions, 1);
+	return true;
+}
+
+/* Leaving searching because we found work: the last searcher wakes another
+ * so that the rest of the work (if any) is not left to sleeping workers. */
+void vrt__transition_from_searching(struct vrt_worker *w)
+{
+	uint64_t prev;
+
+	if (!w->searching)
+		return;
+	w->searching = false;
+	/* [W6] seq_cst: see the Ordering block. */
+	prev = atomic_fetch_sub_explicit(&w->rt->idle, VRT_IDLE_SEARCH_ONE, memory_order_seq_cst);
+	if (vrt__idle_searching(prev) == 1)
+		vrt__notify_parked(w->rt);
+}
+
+bool vrt__local_has_work(struct vrt_worker *w)
+{
+	return w->lifo || w->pf_len || w->yq_len || vrt__wsq_len(&w->q) != 0;
+}
+
+/* Is there work a parker must not sleep on? `all` = also other rings (the
+ * last searcher re-checks every queue). */
+static bool work_visible(struct vrt_worker *w, bool all)
+{
+	struct vrt *rt = w->rt;
+
+	if (vrt__local_has_work(w) || vrt__inject_len(&rt->inject) != 0)
+		return true;
+	if (all && w->stealing) {
+		for (unsigned i = 0; i < rt->nworkers; i++)
+			if (i != w->id && vrt__wsq_len(&rt->workers[i]->q) != 0)
+				return true;
+	}
+	return false;
+}
+
+/* Clear our parked bit after a park (or an aborted one). Returns true when
+ * someone else cleared it: a notifier woke us and counted us as searching. */
+static bool unmark_parked(struct vrt_worker *w)
+{
+	struct vrt *rt = w->rt;
+	uint64_t bit = UINT64_C(1) << (w->id % 64);
+	_Atomic uint64_t *word = &rt->parked_bits[w->id / 64];
+	bool notified;
+
+	pthread_mutex_lock(&rt->park_lock);
+	/* relaxed: written only under park_lock, which we hold. */
+	uint64_t b = atomic_load_explicit(word, memory_order_relaxed);
+	notified = !(b & bit);
+	if (!notified) {
+		/* relaxed: under park_lock. */
+		atomic_store_explicit(word, b & ~bit, memory_order_relaxed);
+		/* seq_cst: the parked half of [W4]/[W5]. */
+		atomic_fetch_sub_explicit(&rt->idle, VRT_IDLE_PARK_ONE, memory_order_seq_cst);
+	}
+	pthread_mutex_unlock(&rt->park_lock);
+	if (notified) {
+		w->searching = true;
+		vrt__ctr_add(&w->c.searching_transitions, 1);
+	}
+	return notified;
+}
+
+void vrt__park(struct vrt_worker *w)
+{
+	struct vrt *rt = w->rt;
+	bool last;
+	int64_t now;
+
+	w->in_park = true;
+	if (rt->ops->poll) {
+		rt->ops->poll(rt->park_ctx, w->id);
+		if (vrt__local_has_work(w))
+			goto out;
+	}
+	pthread_mutex_lock(&rt->park_lock);
+	{
+		uint64_t delta = VRT_IDLE_PARK_ONE - (w->searching ? VRT_IDLE_SEARCH_ONE : 0);
+		/* seq_cst: [W5] with the fence below; pairs with [W4]. */
+		uint64_t prev = atomic_fetch_add_explicit(&rt->idle, delta, memory_order_seq_cst);
+		last = w->searching && vrt__idle_searching(prev) == 1;
+		w->searching = false;
+		_Atomic uint64_t *word = &rt->parked_bits[w->id / 64];
+		/* relaxed: written only under park_lock, which we hold. */
+		atomic_store_explicit(word, atomic_load_explicit(word, memory_order_relaxed)
+				      | (UINT64_C(1) << (w->id % 64)), memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&rt->park_lock);
+	/* [W5] seq_cst fence: our idle RMW is ordered before the queue reads
+	 * below; pairs with [W4]. */
+	vrt__dekker_fence(rt);
+	if (work_visible(w, last)) {
+		unmark_parked(w);
+		goto out;
+	}
+	now = vb_now_ns();
+	vrt__ctr_add(&w->c.busy_ns, (uint64_t)(now - w->active_start));
+	vrt__ctr_add(&w->c.parks, 1);
+	rt->ops->park(rt->park_ctx, w->id, rt->park_timeout_ns);
+	if (unmark_parked(w))
+		vrt__ctr_add(&w->c.unparks, 1);
+	now = vb_now_ns();
+	w->active_start = now;
+	w->batch_start = now;
+	w->batch_polls = 0;
+	vrt__reload_tunables(w); /* a vrt_set_* may have come while we slept */
+out:
+	w->in_park = false;
+}
+
+/* ------------------------------------------------------ default park ops */
+
+static void futex_park(void *ctx, unsigned worker, int64_t timeout_ns)
+{
+	struct vrt *rt = ctx;
+
+	vb_event_wait(&rt->workers[worker]->park_ev, timeout_ns);
+}
+
+static void futex_unpark(void *ctx, unsigned worker)
+{
+	struct vrt *rt = ctx;
+
+	vb_event_set(&rt->workers[worker]->park_ev);
+}
+
+const struct vrt_park_ops vrt__futex_park_ops = {
+	.worker_start = NULL,
+	.worker_stop = NULL,
+	.park = futex_park,
+	.unpark = futex_unpark,
+	.poll = NULL,
+};
