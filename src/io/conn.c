@@ -8,7 +8,7 @@
  * runtime, possibly on different workers). The rx op's owner pushes
  * received buffers while the task consumes them elsewhere.
  *
- * Ordering (besides op.c's [O1]..[O5]):
+ * Ordering (besides op.c's [O1]..[O6]):
  * Shared: c->inbox (rx owner pushes; the task, or the owner after detach,
  * takes all), c->rx_queued (heuristic count, both sides), c->close_count
  * (task and completing owners).
@@ -178,6 +178,24 @@ enum vrt_poll vio_conn_sendv(struct vio_conn *c, struct iovec *iov, unsigned iov
 	if (p == VRT_READY)
 		*res = r < 0 ? r : (ssize_t)c->tx.done;
 	return p;
+}
+
+bool vio_conn_tx_quiet(struct vio_conn *c, bool quiet)
+{
+	uint32_t s;
+
+	/* Relaxed peek: only this task starts or collects the op. */
+	s = atomic_load_explicit(&c->tx.state, memory_order_relaxed);
+	if (!(s & VIO_OP_INFLIGHT) || c->tx.kind == VIO_K_CLOSE)
+		return (s & VIO_OP_DONE) && !(s & VIO_OP_MBOX);
+	/* [O6] acq_rel: ordered against the owner's [O1]; see op.c. */
+	if (quiet)
+		s = atomic_fetch_or_explicit(&c->tx.state, VIO_OP_QUIET, memory_order_acq_rel);
+	else
+		s = atomic_fetch_and_explicit(&c->tx.state, ~VIO_OP_QUIET, memory_order_acq_rel);
+	/* With a cancel request queued the mailbox still holds the op; its
+	 * handler wakes the task. */
+	return (s & VIO_OP_DONE) && !(s & VIO_OP_MBOX);
 }
 
 int vio_conn_shutdown_write(struct vio_conn *c)

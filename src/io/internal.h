@@ -38,6 +38,10 @@
 #define VIO_OP_CANCEL   0x4u
 #define VIO_OP_MBOX     0x8u
 #define VIO_OP_DETACHED 0x10u
+/* QUIET: the task does not need a wakeup when the op succeeds (a send it
+ * will collect at its next call anyway); set and cleared by the task,
+ * read by the owner at completion. Protocol in op.c ([O6]). */
+#define VIO_OP_QUIET    0x20u
 
 /* struct vio_op.kind */
 enum vio_kind {

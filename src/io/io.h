@@ -213,6 +213,17 @@ enum vrt_poll vio_conn_send(struct vio_conn *c, const void *buf, size_t len, ssi
  * must stay valid until VRT_READY. *res = total bytes or -errno. */
 enum vrt_poll vio_conn_sendv(struct vio_conn *c, struct iovec *iov, unsigned iovcnt,
 			     ssize_t *res);
+/*
+ * The send under way (after vio_conn_send/sendv said VRT_PENDING): with
+ * quiet, its successful completion does not wake the task, which collects
+ * it at its next send call anyway (an error still wakes it); without, it
+ * wakes the task as usual (the default for every new send). For a task
+ * that waits on other events and does not need the send to finish before
+ * them: it saves a poll per response. Returns true when the send has
+ * already finished: the caller collects it now rather than wait. A no-op
+ * (false) when no send is under way.
+ */
+bool vio_conn_tx_quiet(struct vio_conn *c, bool quiet);
 /* shutdown(2) the write side (half-close). Never blocks. 0 or -errno. */
 int vio_conn_shutdown_write(struct vio_conn *c);
 /* Cancel what is pending, then close the socket: *res = 0 or -errno. */

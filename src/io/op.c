@@ -29,6 +29,12 @@
  *      [O1]/[O4] comes second cleans up after the connection.
  * [O5] owner, mailbox: fetch_and(~MBOX) (acq_rel): pairs with [O2] (the task
  *      may reuse the op once it sees MBOX clear) and with [O3].
+ * [O6] task, vio_conn_tx_quiet: fetch_or / fetch_and of QUIET (acq_rel).
+ *      Ordered against [O1] on state: if [O1] comes first the task sees
+ *      DONE in the value it got back and collects at once (the owner woke
+ *      it, or will not: either way the task does not wait); otherwise [O1]
+ *      sees the task's choice. A quiet success wakes nobody; an error
+ *      always wakes.
  * [M1] mailbox push: CAS (release) publishes the request; pairs with [M2],
  *      the owner's exchange (acquire).
  */
@@ -74,7 +80,7 @@ void vio__op_complete(struct vio_worker *w, struct vio_op *op, int32_t res)
 	VB_BUG_ON(!(s & VIO_OP_INFLIGHT) || (s & VIO_OP_DONE));
 	if (s & VIO_OP_DETACHED)
 		vio__conn_detached_done(w, op); /* the task gave it up: we still hold its ref */
-	else
+	else if (!(s & VIO_OP_QUIET) || res < 0)
 		vrt_task_wake(task);
 	if (!(s & VIO_OP_MBOX))
 		vrt_task_unref(task);

@@ -5,8 +5,10 @@
  * that cancel a pending recv or a partial send, a cancelled reading task
  * (locally and from another worker: the mailbox path) whose memory is
  * freed only after its last completion, vectored send of header + body,
- * half-close, reset, close with a receive pending, a reader that stalls
- * while the peer floods it (multishot throttle). Built once per backend.
+ * a quiet send (its completion does not wake the task; without quiet it
+ * does), half-close, reset, close with a receive pending, a reader that
+ * stalls while the peer floods it (multishot throttle). Built once per
+ * backend.
  */
 #include "config.h"
 
@@ -46,6 +48,7 @@ struct ct {
 	int home;
 	_Atomic int pending_seen;
 	_Atomic int moved;
+	_Atomic int polls;
 	ssize_t res;
 	int close_res;
 	int64_t t0, t1;
@@ -249,15 +252,15 @@ static enum vrt_poll remote_cancel_poll(struct ioh_task *self)
 static void remote_cancel(bool send)
 {
 	struct ioh h;
-	int fds[2], small = 4096;
+	int fds[2], sndbuf = 65536;
 	struct ct *t;
 	uint64_t drops;
 	ssize_t got;
 
 	two_workers(&h);
 	assert_int_equal(ioh_tcp_pair(fds), 0);
-	setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
-	setsockopt(fds[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	/* A fixed send buffer (no autotuning): QUIET_LEN cannot fit. */
+	setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 	t = ct_new(remote_cancel_poll, fds[0]);
 	if (send) {
 		t->len = 16u << 20;
@@ -315,15 +318,15 @@ static void test_send_deadline_partial(void **state)
 {
 	struct ioh h;
 	struct vio_worker_stats ws[2];
-	int fds[2], small = 4096;
+	int fds[2], sndbuf = 65536;
 	struct ct *t;
 	uint64_t partial = 0;
 
 	(void)state;
 	two_workers(&h);
 	assert_int_equal(ioh_tcp_pair(fds), 0);
-	setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
-	setsockopt(fds[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	/* A fixed send buffer (no autotuning): QUIET_LEN cannot fit. */
+	setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 	t = ct_new(send_deadline_poll, fds[0]);
 	t->len = 16u << 20;
 	t->big = calloc(1, t->len);
@@ -397,6 +400,88 @@ static void test_sendv_header_body(void **state)
 	free(rx);
 	close(fds[1]);
 	ioh_stop(&h);
+}
+
+/* ------------------------------------------------ quiet send */
+
+#define QUIET_LEN (2u << 20)
+
+static enum vrt_poll quiet_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p;
+
+	/* Relaxed: the test thread only counts polls; [F1] orders the rest. */
+	atomic_fetch_add_explicit(&t->polls, 1, memory_order_relaxed);
+	for (;;) {
+		switch (t->step) {
+		case 0: /* a send the peer does not read yet: quiet */
+		case 2: /* the same, quiet asked and withdrawn: it must wake us */
+			p = vio_conn_send(&t->c, t->big, QUIET_LEN, &t->res);
+			TASK_CHECK(p == VRT_PENDING); /* far more than the socket buffers */
+			TASK_CHECK(!vio_conn_tx_quiet(&t->c, true));
+			if (t->step == 2)
+				TASK_CHECK(!vio_conn_tx_quiet(&t->c, false));
+			t->step++;
+			/* [F1] release: pairs with wait_flag's acquire. */
+			atomic_store_explicit(t->step == 1 ? &t->pending_seen : &t->moved, 1,
+					      memory_order_release);
+			return VRT_PENDING;
+		case 1:
+		case 3: /* collect */
+			p = vio_conn_send(&t->c, t->big, QUIET_LEN, &t->res);
+			if (p != VRT_READY)
+				return p;
+			TASK_CHECK(t->res == (ssize_t)QUIET_LEN);
+			if (t->step == 3) /* polls until the second send was collected */
+				t->t1 = atomic_load_explicit(&t->polls, memory_order_relaxed);
+			/* Done: a finished send is reported as such. */
+			TASK_CHECK(!vio_conn_tx_quiet(&t->c, false));
+			t->step++;
+			continue;
+		default:
+			return vio_conn_close(&t->c, &t->close_res);
+		}
+	}
+}
+
+static void read_exactly(int fd, size_t len)
+{
+	char buf[65536];
+
+	while (len) {
+		ssize_t r = recv(fd, buf, len < sizeof(buf) ? len : sizeof(buf), 0);
+		assert_true(r > 0);
+		len -= (size_t)r;
+	}
+}
+
+static void test_quiet_send(void **state)
+{
+	struct ioh h;
+	int fds[2], sndbuf = 65536;
+	struct ct *t;
+
+	(void)state;
+	two_workers(&h);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	/* A fixed send buffer (no autotuning): QUIET_LEN cannot fit. */
+	setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	t = ct_new(quiet_poll, fds[0]);
+	t->big = calloc(1, QUIET_LEN);
+	ioh_spawn(&h, &t->base, true);
+	wait_flag(&t->pending_seen);
+	read_exactly(fds[1], QUIET_LEN);
+	/* The send finished (every byte arrived) without waking the task. */
+	usleep(100 * 1000);
+	assert_int_equal(atomic_load_explicit(&t->polls, memory_order_relaxed), 1);
+	vrt_task_wake(&t->base.t); /* it collects, then sends again, not quiet */
+	wait_flag(&t->moved);
+	read_exactly(fds[1], QUIET_LEN);
+	ct_join(t);
+	assert_int_equal(t->t1, 3); /* woken by the completion alone */
+	assert_int_equal(t->close_res, 0);
+	ct_finish(&h, t, fds[1]);
 }
 
 /* -------------------------------------------- half-close, reset */
@@ -616,6 +701,7 @@ int main(void)
 		cmocka_unit_test(test_remote_cancel_send),
 		cmocka_unit_test(test_send_deadline_partial),
 		cmocka_unit_test(test_sendv_header_body),
+		cmocka_unit_test(test_quiet_send),
 		cmocka_unit_test(test_half_close),
 		cmocka_unit_test(test_reset),
 		cmocka_unit_test(test_close_with_recv_pending),
