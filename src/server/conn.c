@@ -13,6 +13,8 @@
  *   - collects responses in sequence order, from its own answers and from
  *     the reorder slots the writers fill, into one batch per sendv (head and
  *     body iovecs, never copied), at most max_pipeline requests in flight;
+ *     a send that nothing but the next request waits for finishes quietly
+ *     (no wakeup: it is collected when that request arrives);
  *   - keeps one lazily armed timer for the header, body, idle, send and
  *     linger deadlines, and closes when the exchange is over.
  *
@@ -449,7 +451,13 @@ static enum vrt_poll conn_send(struct vsrv_conn *c, int64_t now, bool *progress)
 	}
 	if (p == VRT_YIELD)
 		return p;
+	/* A send that finished without waking us is dated by its start:
+	 * sends finish as they are submitted unless the peer's window is
+	 * full, and we may only notice at the next request. */
+	if (c->tx_quiet)
+		now = c->tx_since;
 	c->tx_busy = false;
+	c->tx_quiet = false;
 	*progress = true;
 	if (res < 0) {
 		VSRV_INC(c->srv, client_resets);
@@ -459,6 +467,38 @@ static enum vrt_poll conn_send(struct vsrv_conn *c, int64_t now, bool *progress)
 	}
 	vsrv__batch_done(c, now);
 	return VRT_READY;
+}
+
+/*
+ * May the batch under way finish without waking us? Only when nothing but
+ * the next request waits for it (its arrival wakes us and we collect the
+ * send then): no other response to send after it, no 100 Continue, no
+ * close, drain or pipeline limit that its end would unblock. Saves one
+ * poll per response of a keep-alive exchange.
+ */
+static bool tx_may_quiet(const struct vsrv_conn *c)
+{
+	return c->rd == VSRV_RD_OPEN && !c->eof && !c->aborting && !c->linger &&
+	       !c->lingering && !c->out.close_after && !c->cont_pending && !c->pending &&
+	       c->collect_seq == c->next_seq && vsrv__in_flight(c) < c->srv->cfg.max_pipeline &&
+	       !vsrv__draining(c->srv);
+}
+
+/* Before waiting: tell the I/O layer whether the send under way must wake
+ * us. True when it has finished already (collect it now). */
+static bool conn_tx_settle(struct vsrv_conn *c)
+{
+	bool quiet;
+
+	if (!c->tx_busy)
+		return false;
+	quiet = tx_may_quiet(c);
+	if (quiet == c->tx_quiet)
+		return false;
+	if (vio_conn_tx_quiet(&c->io, quiet))
+		return true;
+	c->tx_quiet = quiet;
+	return false;
 }
 
 static bool may_read(const struct vsrv_conn *c)
@@ -566,6 +606,8 @@ static enum vrt_poll conn_poll(struct vrt_task *t)
 		if (progress)
 			continue;
 		if (conn_timeouts(c, now))
+			continue;
+		if (conn_tx_settle(c))
 			continue;
 		break;
 	}

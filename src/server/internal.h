@@ -154,6 +154,7 @@ struct vsrv_conn {
 	enum vsrv_rd rd;
 	bool rx_busy;          /* a recv is under way (into the parser's buffer) */
 	bool tx_busy;          /* the batch is being sent */
+	bool tx_quiet;         /* its completion may come without a wakeup */
 	bool parsed_all;       /* the parser said MORE since the last read */
 	bool cont_pending;     /* owe a 100 Continue before parsing on */
 	bool eof;              /* the peer closed its side */
