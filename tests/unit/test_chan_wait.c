@@ -517,6 +517,8 @@ static void test_task_budget(void **state)
 	assert_true(c->yields >= 100 / 4 - 1);
 	assert_true(c->polls >= 100 / 4);
 	vrt_task_unref(&c->task);
+	/* `freed` lives on this stack: the drop must have run before we return. */
+	wait_freed(&freed, 1);
 	for (uint64_t i = 0; i < 100; i++) {
 		assert_int_equal(vch_try_recv(ch, &x), VCH_OK);
 		assert_int_equal(x, i);
