@@ -16,11 +16,7 @@
  *        Either the notifier sees the parker (and wakes it) or the parker
  *        sees the work (and does not sleep): the Dekker pattern.
  *   [W6] searcher leaving with work: RMW idle seq_cst; if it was the last
- *        searcher it notifies (which runs [W4]). A searcher about to park
- *        leaves searching the same way before it polls its driver; if it
- *        was the last one it re-checks every queue after a [W5] fence and
- *        notifies when it sees work there (or, with nothing local, does
- *        that re-check as part of parking).
+ *        searcher it notifies (which runs [W4]).
  */
 #include "rt/internal.h"
 #include "base/time.h"
@@ -149,22 +145,6 @@ static bool work_visible(struct vrt_worker *w, bool all)
 	return false;
 }
 
-/* Work queued where another worker could take it: the injection queue or,
- * with stealing, another worker's ring. */
-static bool work_visible_elsewhere(struct vrt_worker *w)
-{
-	struct vrt *rt = w->rt;
-
-	if (vrt__inject_len(&rt->inject) != 0)
-		return true;
-	if (w->stealing) {
-		for (unsigned i = 0; i < rt->nworkers; i++)
-			if (i != w->id && vrt__wsq_len(&rt->workers[i]->q) != 0)
-				return true;
-	}
-	return false;
-}
-
 /* Clear our parked bit after a park (or an aborted one). Returns true when
  * someone else cleared it: a notifier woke us and counted us as searching. */
 static bool unmark_parked(struct vrt_worker *w)
@@ -199,39 +179,18 @@ void vrt__park(struct vrt_worker *w)
 	int64_t now;
 
 	w->in_park = true;
-	/*
-	 * Stop searching before the driver's poll: a completion it delivers
-	 * is this worker's own work, not work it found by searching, so
-	 * running it must not count as "a searcher found work" (which wakes
-	 * another worker: one unpark per I/O completion on a quiet runtime).
-	 * If we were the last searcher, we still owe the re-check of every
-	 * queue: below before sleeping, or here when the poll gave us work.
-	 */
-	last = false;
-	if (w->searching) {
-		w->searching = false;
-		/* [W6] seq_cst: leaving searching; pairs with [W4]. */
-		uint64_t prev = atomic_fetch_sub_explicit(&rt->idle, VRT_IDLE_SEARCH_ONE,
-							  memory_order_seq_cst);
-		last = vrt__idle_searching(prev) == 1;
-	}
 	if (rt->ops->poll) {
 		rt->ops->poll(rt->park_ctx, w->id);
-		if (vrt__local_has_work(w)) {
-			if (last) {
-				/* [W5] seq_cst fence: our searching RMW above is
-				 * ordered before the queue reads; pairs with [W4]. */
-				vrt__dekker_fence(rt);
-				if (work_visible_elsewhere(w))
-					vrt__notify_parked(rt);
-			}
+		if (vrt__local_has_work(w))
 			goto out;
-		}
 	}
 	pthread_mutex_lock(&rt->park_lock);
 	{
+		uint64_t delta = VRT_IDLE_PARK_ONE - (w->searching ? VRT_IDLE_SEARCH_ONE : 0);
 		/* seq_cst: [W5] with the fence below; pairs with [W4]. */
-		atomic_fetch_add_explicit(&rt->idle, VRT_IDLE_PARK_ONE, memory_order_seq_cst);
+		uint64_t prev = atomic_fetch_add_explicit(&rt->idle, delta, memory_order_seq_cst);
+		last = w->searching && vrt__idle_searching(prev) == 1;
+		w->searching = false;
 		_Atomic uint64_t *word = &rt->parked_bits[w->id / 64];
 		/* relaxed: written only under park_lock, which we hold. */
 		atomic_store_explicit(word, atomic_load_explicit(word, memory_order_relaxed)
