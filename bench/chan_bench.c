@@ -239,6 +239,7 @@ static _Atomic unsigned dropped;
 
 static void btask_drop(struct vrt_task *t)
 {
+	/* release: pairs with the acquire load of dropped in the waiting loop. */
 	atomic_fetch_add_explicit(&dropped, 1, memory_order_release);
 }
 
@@ -276,6 +277,7 @@ static int64_t run_tasks(unsigned producers, unsigned consumers, bool seq)
 	t1 = vb_now_ns();
 	for (unsigned i = 0; i < n; i++)
 		vrt_task_unref(&b[i].task);
+	/* acquire: pairs with the release add in btask_drop. */
 	while (atomic_load_explicit(&dropped, memory_order_acquire) < n)
 		sched_yield();
 	if (sum != (seq ? tri(MESSAGES) : producers * tri(MESSAGES / producers)))

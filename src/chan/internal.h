@@ -134,6 +134,7 @@ static inline struct vch_waitq *vch__queue_of(struct vch *ch, unsigned dir)
  */
 static inline void vch__waitq_notify(struct vch_waitq *q)
 {
+	/* seq_cst: Dekker read; pairs with the seq_cst registration in waitq.c (see its Ordering block). */
 	if (vb_unlikely(atomic_load_explicit(&q->has_waiters, memory_order_seq_cst) != 0))
 		vch__waitq_notify_one(q);
 }

@@ -190,6 +190,7 @@ bool vio_conn_tx_quiet(struct vio_conn *c, bool quiet)
 		return (s & VIO_OP_DONE) && !(s & VIO_OP_MBOX);
 	/* [O6] acq_rel: ordered against the owner's [O1]; see op.c. */
 	if (quiet)
+		/* acq_rel: pairs with the owner worker's completion RMW on tx.state (see op.c). */
 		s = atomic_fetch_or_explicit(&c->tx.state, VIO_OP_QUIET, memory_order_acq_rel);
 	else
 		s = atomic_fetch_and_explicit(&c->tx.state, ~VIO_OP_QUIET, memory_order_acq_rel);

@@ -37,6 +37,7 @@ static void note_run(int64_t t_req)
 	while (lat > m && !atomic_compare_exchange_weak_explicit(&max_lat, &m, lat,
 			memory_order_relaxed, memory_order_relaxed))
 		;
+	/* release: pairs with the main thread's acquire load of n_done. */
 	atomic_fetch_add_explicit(&n_done, 1, memory_order_release);
 	sh_progress();
 }

@@ -59,6 +59,7 @@ static enum vrt_poll nt_poll(struct vrt_task *t)
 	atomic_fetch_add_explicit(&polls, 1, memory_order_relaxed);
 	if (got) {
 		x->acked += got;
+		/* release: pairs with main's acquire load of acked. */
 		atomic_fetch_add_explicit(&acked, got, memory_order_release);
 		sh_progress();
 	}
@@ -68,13 +69,16 @@ static enum vrt_poll nt_poll(struct vrt_task *t)
 	if (vb_rng_below(&x->rng, 16) == 0) {
 		/* seq_cst pair with main's stop_posts/posting (Dekker): once main
 		 * saw posting == 0 after stop_posts, no task posts any more. */
+		/* pairs with main's seq_cst store of stop_posts and load of posting. */
 		atomic_fetch_add_explicit(&posting, 1, memory_order_seq_cst);
 		if (!atomic_load_explicit(&stop_posts, memory_order_seq_cst)) {
 			atomic_fetch_add_explicit(&self_posts, 1, memory_order_relaxed);
 			post(tasks[vb_rng_below(&x->rng, NTASKS)]);
 		}
+		/* pairs with main's seq_cst load of posting (the Dekker pair above). */
 		atomic_fetch_sub_explicit(&posting, 1, memory_order_seq_cst);
 	}
+	/* acquire: pairs with main's release store of finish and post()'s release add to pending. */
 	if (atomic_load_explicit(&finish, memory_order_acquire) &&
 	    atomic_load_explicit(&x->pending, memory_order_acquire) == 0)
 		return VRT_READY;
@@ -145,13 +149,15 @@ int main(void)
 			pthread_create(&th[i], NULL, waker_main, (void *)(uintptr_t)(i + 1));
 		for (unsigned i = 0; i < WAKERS; i++)
 			pthread_join(th[i], NULL);
+		/* seq_cst: pairs with the tasks' posting/stop_posts accesses (Dekker). */
 		atomic_store_explicit(&stop_posts, true, memory_order_seq_cst);
 		while (atomic_load_explicit(&posting, memory_order_seq_cst) != 0)
 			sched_yield();
 		/* every event posted must be acknowledged, unprompted */
 		while (atomic_load(&acked) != atomic_load(&sent))
 			usleep(100);
-		/* release: tasks that see finish also see that no more posts come */
+		/* release: pairs with the tasks' acquire load of finish; they then
+		 * also see that no more posts come */
 		atomic_store_explicit(&finish, true, memory_order_release);
 		for (unsigned i = 0; i < NTASKS; i++)
 			vrt_task_wake(&tasks[i]->t);

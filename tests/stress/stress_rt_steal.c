@@ -69,6 +69,7 @@ static void *owner_main(void *arg)
 		}
 	}
 	/* release: the stealers' acquire load sees every push above. */
+	/* pairs with the acquire load of owner_done in stealer(). */
 	atomic_store_explicit(&owner_done, true, memory_order_release);
 	for (struct vrt_task *t; (t = vrt__wsq_pop(rings[0])) != NULL;)
 		take(t);
@@ -84,6 +85,7 @@ static void *stealer_main(void *arg)
 	vb_rng_seed(&rng, sh_seed + me);
 	pthread_barrier_wait(&start);
 	for (;;) {
+		/* acquire: pairs with the owner's release store of owner_done. */
 		bool done = atomic_load_explicit(&owner_done, memory_order_acquire);
 		bool any = false, retry = false;
 		/* victims: the owner mostly, other stealers sometimes */
