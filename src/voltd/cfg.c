@@ -650,6 +650,30 @@ int vcfg_validate(const struct vcfg *cfg, const char *where, struct vcfg_errors 
 	return n;
 }
 
+static size_t field_size(const struct vcfg_key *k)
+{
+	switch (k->type) {
+	case VCFG_BOOL: return sizeof(bool);
+	case VCFG_U64: return sizeof(uint64_t);
+	case VCFG_ENUM: return sizeof(int);
+	case VCFG_UINT:
+	case VCFG_MODE: return sizeof(unsigned);
+	case VCFG_STRING:
+	case VCFG_LISTEN:
+		return 0; /* no live key has these types */
+	}
+	return 0;
+}
+
+void vcfg_copy_live(struct vcfg *dst, const struct vcfg *src)
+{
+	for (size_t i = 0; i < VB_ARRAY_SIZE(schema); i++) {
+		size_t n = (schema[i].flags & VCFG_F_LIVE) ? field_size(&schema[i]) : 0;
+		VB_BUG_ON((schema[i].flags & VCFG_F_LIVE) && n == 0);
+		memcpy((char *)dst + schema[i].offset, (const char *)src + schema[i].offset, n);
+	}
+}
+
 void vcfg_resolve(struct vcfg *cfg)
 {
 	if (cfg->scheduler.workers == VCFG_AUTO) {

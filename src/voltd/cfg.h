@@ -129,6 +129,8 @@ int vcfg_set(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
 	     const char *where, struct vcfg_errors *err);
 /* Cross-key rules. Returns errors added. */
 int vcfg_validate(const struct vcfg *cfg, const char *where, struct vcfg_errors *err);
+/* Copy the values of every live-tunable key (VCFG_F_LIVE) from src. */
+void vcfg_copy_live(struct vcfg *dst, const struct vcfg *src);
 /* Replace "auto" counts by concrete values (workers = online CPUs, ...). */
 void vcfg_resolve(struct vcfg *cfg);
 /* Text of a key's current value into buf. */

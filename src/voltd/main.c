@@ -210,15 +210,9 @@ static void reload(const struct vd_opts *o, struct vcfg *cfg, struct vrt *rt)
 			vb_err("reload: %s", err.msg[i]);
 		vb_err("reload: configuration has errors; keeping the running one");
 	} else {
-		vcfg_resolve(&next);
 		/* Only live-tunable keys take effect without a restart. */
-		cfg->log = next.log;
+		vcfg_copy_live(cfg, &next);
 		vb_log_set_level(cfg->log.level);
-		cfg->scheduler.stealing = next.scheduler.stealing;
-		cfg->scheduler.global_interval_min = next.scheduler.global_interval_min;
-		cfg->scheduler.global_interval_max = next.scheduler.global_interval_max;
-		cfg->scheduler.lifo_poll_cap = next.scheduler.lifo_poll_cap;
-		cfg->scheduler.budget = next.scheduler.budget;
 		if (rt)
 			rt_apply_live(rt, cfg);
 		vb_notice("reload: configuration re-read (live keys applied; restart-only keys need a restart)");
