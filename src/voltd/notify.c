@@ -6,6 +6,7 @@
 #include "voltd/notify.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
