@@ -193,8 +193,9 @@ struct vsrv_exec {
 	struct vsrv *srv;
 	struct vch_waiter rw, sw;
 	struct vsrv_job *runq, *runq_tail;   /* ready to step */
-	struct vsrv_job **sleepers;          /* [VSRV_SLEEPERS] */
-	unsigned nsleep;
+	struct vsrv_job **sleepers;          /* min-heap on wake time [sleep_cap] */
+	unsigned nsleep, sleep_cap;
+	int64_t sweep_at;                    /* next sweep for dead sleepers */
 	struct vsrv_job *out;                /* finished, waiting for `replies` */
 	/* One timer for all sleepers, armed for the earliest: it lives as
 	 * long as the task, so no timer memory is freed while a worker may
@@ -206,8 +207,10 @@ struct vsrv_exec {
 	bool spawned;
 };
 
-/* Jobs one exec task keeps waiting on its timer at once. */
-#define VSRV_SLEEPERS 64
+/* The sleeper heap's first size (it doubles as needed), and how often
+ * sleepers of closed connections are swept out before their time. */
+#define VSRV_SLEEPERS_MIN 64
+#define VSRV_SLEEP_SWEEP_NS (1000 * VB_NS_PER_MS)
 
 struct vsrv_writer {
 	struct vrt_task task;

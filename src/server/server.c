@@ -338,9 +338,6 @@ static int make_tasks(struct vsrv *srv)
 		vrt_task_init(&x->task, &vsrv__exec_vt);
 		srv->exec[i] = x;
 		x->srv = srv;
-		x->sleepers = calloc(VSRV_SLEEPERS, sizeof(*x->sleepers));
-		if (!x->sleepers)
-			return -ENOMEM;
 		vch_waiter_init(&x->rw);
 		vch_waiter_init(&x->sw);
 		vio_timer_init(&x->tmr);

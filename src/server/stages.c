@@ -3,9 +3,10 @@
  * server/stages.c: the job as it travels (allocation, gauges, encoding, the
  * hand-over to its connection) and the two middle stages: exec tasks take
  * jobs from `jobs` and run the kind's slices, yielding between slices and
- * waiting for VJOB_SLEEP on a timer (up to VSRV_SLEEPERS sleeping jobs per
- * task on one timer armed for the earliest, so a sleep never pins an
- * executor); writer tasks take finished jobs from
+ * parking VJOB_SLEEP jobs in a heap on one timer armed for the earliest
+ * (as many as arrive: a sleeping job holds no executor capacity, so
+ * max_connections x max_pipeline sleepers never stop other jobs; dead
+ * ones are swept every VSRV_SLEEP_SWEEP_NS); writer tasks take finished jobs from
  * `replies`, encode the head and deposit the job in its connection's
  * reorder slot.
  *
@@ -159,19 +160,96 @@ static struct vsrv_job *runq_pop(struct vsrv_exec *x)
 	return job;
 }
 
-/* Move sleepers whose time has come (or whose connection is gone) on. */
+/* The sleepers: a binary min-heap on the wake time, as large as needed
+ * (their number is bounded by max_connections x max_pipeline), so a task
+ * never stops taking jobs because it holds sleeping ones. */
+static int64_t sleeper_at(const struct vsrv_exec *x, unsigned i)
+{
+	return vjob_wake_ns(x->sleepers[i]->vj);
+}
+
+static void sleeper_swap(struct vsrv_exec *x, unsigned a, unsigned b)
+{
+	struct vsrv_job *t = x->sleepers[a];
+
+	x->sleepers[a] = x->sleepers[b];
+	x->sleepers[b] = t;
+}
+
+static void sleeper_down(struct vsrv_exec *x, unsigned i)
+{
+	for (;;) {
+		unsigned l = 2 * i + 1, m = i;
+
+		if (l < x->nsleep && sleeper_at(x, l) < sleeper_at(x, m))
+			m = l;
+		if (l + 1 < x->nsleep && sleeper_at(x, l + 1) < sleeper_at(x, m))
+			m = l + 1;
+		if (m == i)
+			return;
+		sleeper_swap(x, i, m);
+		i = m;
+	}
+}
+
+/* Park a sleeping job. false: no memory to grow the heap. */
+static bool sleeper_push(struct vsrv_exec *x, struct vsrv_job *job)
+{
+	unsigned i = x->nsleep;
+
+	if (x->nsleep == x->sleep_cap) {
+		unsigned cap = x->sleep_cap ? 2 * x->sleep_cap : VSRV_SLEEPERS_MIN;
+		struct vsrv_job **n = realloc(x->sleepers, cap * sizeof(*n));
+
+		if (!n)
+			return false;
+		x->sleepers = n;
+		x->sleep_cap = cap;
+	}
+	x->sleepers[x->nsleep++] = job;
+	while (i && sleeper_at(x, (i - 1) / 2) > sleeper_at(x, i)) {
+		sleeper_swap(x, i, (i - 1) / 2);
+		i = (i - 1) / 2;
+	}
+	return true;
+}
+
+static struct vsrv_job *sleeper_pop(struct vsrv_exec *x)
+{
+	struct vsrv_job *job = x->sleepers[0];
+
+	x->sleepers[0] = x->sleepers[--x->nsleep];
+	sleeper_down(x, 0);
+	return job;
+}
+
+/* Drop the sleepers whose connection is gone (they would otherwise keep
+ * their connection's memory until their wake time), then restore the heap. */
+static void sleepers_sweep(struct vsrv_exec *x, int64_t now)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < x->nsleep; i++) {
+		if (conn_dead(x->sleepers[i]))
+			job_drop(x->srv, x->sleepers[i]);
+		else
+			x->sleepers[n++] = x->sleepers[i];
+	}
+	x->nsleep = n;
+	for (unsigned i = n / 2; i-- > 0;)
+		sleeper_down(x, i);
+	x->sweep_at = now + VSRV_SLEEP_SWEEP_NS;
+}
+
+/* Move sleepers whose time has come on (and sweep now and then). */
 static void exec_wake_sleepers(struct vsrv_exec *x, int64_t now)
 {
-	for (unsigned i = 0; i < x->nsleep;) {
-		struct vsrv_job *job = x->sleepers[i];
-		bool dead = conn_dead(job);
+	if (now >= x->sweep_at || x->recv_closed)
+		sleepers_sweep(x, now);
+	while (x->nsleep && sleeper_at(x, 0) <= now) {
+		struct vsrv_job *job = sleeper_pop(x);
 
-		if (!dead && now < vjob_wake_ns(job->vj)) {
-			i++;
-			continue;
-		}
-		x->sleepers[i] = x->sleepers[--x->nsleep];
-		if (dead)
+		if (conn_dead(job))
 			job_drop(x->srv, job);
 		else
 			runq_push(x, job);
@@ -188,20 +266,18 @@ static void exec_stop_waiting(struct vsrv_exec *x)
 	}
 }
 
-/* About to wait: make sure the timer wakes us for the earliest sleeper.
- * An earlier armed time is kept (its wakeup re-arms); a fired or later
- * one is replaced. */
+/* About to wait: make sure the timer wakes us for the earliest sleeper
+ * (or the next sweep). An earlier armed time is kept (its wakeup
+ * re-arms); a fired or later one is replaced. */
 static enum vrt_poll exec_sleep(struct vsrv_exec *x, int64_t now)
 {
-	int64_t want = INT64_MAX;
+	int64_t want;
 
-	for (unsigned i = 0; i < x->nsleep; i++) {
-		int64_t w = vjob_wake_ns(x->sleepers[i]->vj);
-		if (w < want)
-			want = w;
-	}
-	if (want == INT64_MAX)
+	if (!x->nsleep)
 		return VRT_PENDING;
+	want = sleeper_at(x, 0);
+	if (x->sweep_at < want)
+		want = x->sweep_at;
 	if (x->tmr_at && x->tmr_at > now && x->tmr_at <= want)
 		return VRT_PENDING;
 	if (vio_timer_arm(&x->tmr, want) < 0)
@@ -259,7 +335,7 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 		if (x->nsleep)
 			exec_wake_sleepers(x, now);
 		if (!x->runq) {
-			if (x->recv_closed || x->nsleep == VSRV_SLEEPERS) {
+			if (x->recv_closed) {
 				exec_stop_waiting(x);
 				if (x->recv_closed && x->nsleep == 0) {
 					vio_timer_disarm(&x->tmr);
@@ -299,7 +375,13 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 			runq_push(x, job);
 			return VRT_YIELD;
 		case VJOB_SLEEP:
-			x->sleepers[x->nsleep++] = job;
+			if (!x->nsleep)
+				x->sweep_at = now + VSRV_SLEEP_SWEEP_NS;
+			if (!sleeper_push(x, job)) {
+				/* No memory for the heap: step it again soon. */
+				runq_push(x, job);
+				return VRT_YIELD;
+			}
 			break;
 		}
 	}
