@@ -186,6 +186,9 @@ extern const struct vio_backend_ops vio__ev_ops;
 /* uring.c: can io_uring be used with io->cfg? 0 (io->uring_flags and
  * io->pbuf_ok set, `why` describes the setup) or -errno (`why` says why). */
 int vio__uring_probe(struct vio *io, char *why, size_t whylen);
+/* Test hook: IORING_FEAT_* bits the probe and the rings pretend the kernel
+ * lacks (simulates an older kernel). 0 in production; set before vio_new. */
+extern uint32_t vio__uring_hide_features;
 
 /* --------------------------------------------------------------- worker */
 

@@ -43,7 +43,9 @@ struct vio_theap;
 struct vio_buf;
 
 enum vio_backend {
-	VIO_BACKEND_AUTO = 0,  /* io_uring, else libev (setup failed / opcode missing) */
+	VIO_BACKEND_AUTO = 0,  /* io_uring when the kernel has every opcode and feature
+				* the backend relies on (IORING_FEAT_NODROP, _EXT_ARG),
+				* else libev; vio_backend_reason says which was missing */
 	VIO_BACKEND_URING = 1, /* io_uring or fail */
 	VIO_BACKEND_LIBEV = 2, /* libev (epoll) */
 };

@@ -75,6 +75,13 @@ tests_unit_test_io_park_libev_CPPFLAGS = $(AM_CPPFLAGS) $(IO_LIBEV)
 tests_unit_test_io_park_libev_CFLAGS = $(IO_TEST_CFLAGS)
 tests_unit_test_io_park_libev_LDADD = $(IO_TEST_LDADD)
 
+# An io_uring feature hidden (test hook): auto falls back to libev.
+check_PROGRAMS += tests/unit/test_io_features
+TESTS += tests/unit/test_io_features
+tests_unit_test_io_features_SOURCES = tests/unit/test_io_features.c $(IO_HARNESS)
+tests_unit_test_io_features_CFLAGS = $(IO_TEST_CFLAGS)
+tests_unit_test_io_features_LDADD = $(IO_TEST_LDADD)
+
 # The seccomp helper (no io_uring) and the test that runs the backend=auto
 # builds through it.
 check_PROGRAMS += tests/helpers/no_uring

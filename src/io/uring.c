@@ -44,6 +44,10 @@ enum {
 #define BGID 0
 #define REAP_BATCH 64
 
+/* Test hook (internal.h): feature bits to hide from the probe and from
+ * liburing, as an older kernel would not report them. Set before vio_new. */
+uint32_t vio__uring_hide_features;
+
 struct vio_uring_w {
 	struct io_uring ring;
 	int efd;
@@ -161,8 +165,18 @@ int vio__uring_probe(struct vio *io, char *why, size_t whylen)
 		snprintf(why, whylen, "io_uring_setup: %s", strerror(-r));
 		return r;
 	}
+	p.features &= ~vio__uring_hide_features;
+	/* Every feature the backend relies on, or libev: NODROP (a CQE is
+	 * never lost when the CQ is full) and EXT_ARG (the park's timed wait
+	 * passes its timeout to io_uring_enter; without it liburing queues a
+	 * timeout request of its own whose CQE is not ours, 5.6-5.10). */
 	if (!(p.features & IORING_FEAT_NODROP)) {
 		snprintf(why, whylen, "kernel lacks IORING_FEAT_NODROP");
+		r = -EOPNOTSUPP;
+		goto out;
+	}
+	if (!(p.features & IORING_FEAT_EXT_ARG)) {
+		snprintf(why, whylen, "kernel lacks IORING_FEAT_EXT_ARG (timed waits)");
 		r = -EOPNOTSUPP;
 		goto out;
 	}
@@ -613,6 +627,7 @@ static int ur_worker_init(struct vio_worker *w)
 	r = ring_init(&w->io->cfg, w->io->uring_flags, &uw->ring, &p);
 	if (r < 0)
 		goto err_free;
+	uw->ring.features &= ~vio__uring_hide_features; /* what liburing acts on */
 	uw->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (uw->efd < 0) {
 		r = -errno;
