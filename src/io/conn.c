@@ -420,6 +420,10 @@ void vio__conn_detached_done(struct vio_worker *w, struct vio_op *op)
 {
 	struct vio_conn *c = op->conn;
 
+	/* A close request closed the fd itself; the abandon that detached it
+	 * counted nothing down (see vio_conn_abandon). */
+	if (op->kind == VIO_K_CLOSE)
+		return;
 	if (op->kind == VIO_K_RECV_MS) {
 		/* [C2] acquire: every push came from this thread anyway. */
 		struct vio_buf *b = atomic_exchange_explicit(&c->inbox, NULL, memory_order_acquire);
@@ -493,6 +497,16 @@ void vio_conn_abandon(struct vio_conn *c)
 	vio_timer_disarm(&c->deadline);
 	if (c->fd < 0)
 		return; /* closed by vio_conn_close */
+	if (c->tx.kind == VIO_K_CLOSE) {
+		/* vio_conn_close started the close request (its receive and
+		 * send were over by then) but did not collect it: the request
+		 * closes the fd, in flight or already done; closing it here too
+		 * could close a descriptor someone has opened on the number
+		 * since. [O4] acq_rel: whichever of [O1]/[O4] comes second sees
+		 * the other; a detached close completes silently. */
+		atomic_fetch_or_explicit(&c->tx.state, VIO_OP_DETACHED, memory_order_acq_rel);
+		return;
+	}
 	/* Relaxed: published to the owners by the [O4] RMWs below. */
 	atomic_store_explicit(&c->close_count, 3, memory_order_relaxed);
 	for (unsigned i = 0; i < 2; i++) {

@@ -234,7 +234,9 @@ enum vrt_poll vio_conn_close(struct vio_conn *c, int *res);
  * without waiting; the socket is closed once the last completion arrives.
  * The connection must not be used again. Call it from the task's poll
  * (also works from another thread, e.g. the task's drop, but then every
- * cancel goes through a mailbox). */
+ * cancel goes through a mailbox). After a vio_conn_close that said
+ * VRT_PENDING, the close request already under way closes the socket (once);
+ * abandon only detaches it. */
 void vio_conn_abandon(struct vio_conn *c);
 
 /* ---------------------------------------------------------------- stats */

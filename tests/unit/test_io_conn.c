@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
@@ -616,6 +617,69 @@ static void test_close_with_recv_pending(void **state)
 	ct_finish(&h, t, fds[1]);
 }
 
+/* ------------- abandon after a close that is in flight (defect 7) */
+
+/* The task starts a close and, before collecting it, gives the connection
+ * up (vio_conn_abandon, as a task cancelled mid-close does). The test
+ * thread waits for the close to reach the kernel (the peer sees EOF), puts
+ * another descriptor on the freed number, and lets the task abandon. The
+ * abandon must not close that number a second time. */
+static enum vrt_poll abandon_closing_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+
+	if (t->step == 0) {
+		enum vrt_poll p = vio_conn_close(&t->c, &t->close_res);
+
+		t->step = 1;
+		/* [F1] release: pairs with wait_flag's acquire. */
+		atomic_store_explicit(&t->pending_seen, p == VRT_PENDING ? 1 : 2,
+				      memory_order_release);
+		if (p == VRT_READY)
+			return VRT_READY; /* closed at once (libev): nothing in flight */
+	}
+	/* [F1] acquire: pairs with the test thread's release of `moved`. */
+	if (!atomic_load_explicit(&t->moved, memory_order_acquire))
+		return VRT_PENDING; /* the test wakes us once the number is reused */
+	vio_conn_abandon(&t->c);
+	return VRT_READY;
+}
+
+static void test_abandon_during_close(void **state)
+{
+	struct ioh h;
+	int fds[2], fd;
+	struct ct *t;
+
+	(void)state;
+	two_workers(&h);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	fd = fds[0];
+	t = ct_new(abandon_closing_poll, fd);
+	ioh_spawn(&h, &t->base, true);
+	wait_flag(&t->pending_seen);
+	/* The close reached the kernel: the peer reads EOF. */
+	assert_int_equal(drain_to_eof(fds[1], 2000), 0);
+	if (atomic_load_explicit(&t->pending_seen, memory_order_acquire) == 1) {
+		/* Another socket takes the number the close freed. */
+		int other = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		assert_true(other >= 0);
+		assert_int_equal(dup2(other, fd), fd);
+		close(other);
+		/* [F1] release: pairs with the task's acquire. */
+		atomic_store_explicit(&t->moved, 1, memory_order_release);
+		vrt_task_wake(&t->base.t);
+	}
+	ct_join(t);
+	/* The socket now on `fd` is still open. */
+	if (atomic_load_explicit(&t->pending_seen, memory_order_acquire) == 1) {
+		assert_int_not_equal(fcntl(fd, F_GETFD), -1);
+		close(fd);
+	}
+	ct_finish(&h, t, fds[1]);
+}
+
 /* --------------------- a stalled reader while the peer floods it */
 
 static enum vrt_poll slow_reader_poll(struct ioh_task *self)
@@ -705,6 +769,7 @@ int main(void)
 		cmocka_unit_test(test_half_close),
 		cmocka_unit_test(test_reset),
 		cmocka_unit_test(test_close_with_recv_pending),
+		cmocka_unit_test(test_abandon_during_close),
 		cmocka_unit_test(test_stalled_reader),
 	};
 
