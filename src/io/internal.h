@@ -189,6 +189,8 @@ int vio__uring_probe(struct vio *io, char *why, size_t whylen);
 /* Test hook: IORING_FEAT_* bits the probe and the rings pretend the kernel
  * lacks (simulates an older kernel). 0 in production; set before vio_new. */
 extern uint32_t vio__uring_hide_features;
+/* Test hook: a full SQ behaves as if the kernel said -EBUSY (CQ first). */
+extern bool vio__uring_test_sq_busy;
 
 /* --------------------------------------------------------------- worker */
 

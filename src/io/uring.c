@@ -47,6 +47,9 @@ enum {
 /* Test hook (internal.h): feature bits to hide from the probe and from
  * liburing, as an older kernel would not report them. Set before vio_new. */
 uint32_t vio__uring_hide_features;
+/* Test hook (internal.h): get_sqe treats a full SQ as the kernel's -EBUSY
+ * (its CQ must be emptied before it takes more submissions). */
+bool vio__uring_test_sq_busy;
 
 struct vio_uring_w {
 	struct io_uring ring;
@@ -56,6 +59,11 @@ struct vio_uring_w {
 	bool stopping;              /* worker_stop: cancel and drain */
 	uint32_t inflight;          /* requests whose final CQE is due */
 	uint64_t io_cqes;           /* CQEs other than wakeups and cancel results */
+	/* CQEs taken off the CQ but not yet dispatched, in CQ order: reap
+	 * dispatches from here; get_sqe only appends (see stash_cqes). */
+	struct io_uring_cqe *cq_stash;
+	unsigned stash_head, stash_tail, stash_cap;
+	bool dispatching;           /* inside cqe_dispatch (nesting is a bug) */
 	struct io_uring_buf_ring *br;
 	size_t br_bytes, buf_bytes;
 	unsigned br_mask;
@@ -226,7 +234,39 @@ out:
 
 /* ------------------------------------------------------------ submission */
 
-static void reap(struct vio_worker *w);
+/* Move every CQE from the CQ to the stash (in order), advancing the CQ so
+ * the kernel can post more. Dispatches nothing: get_sqe may run inside a
+ * completion handler, and dispatching there would run later CQEs before
+ * the earlier ones still waiting in the reap that called the handler (a
+ * multishot receive's final CQE before its buffers: bytes out of order). */
+static unsigned stash_cqes(struct vio_uring_w *uw)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+
+	io_uring_for_each_cqe(&uw->ring, head, cqe) {
+		if (uw->stash_tail == uw->stash_cap) {
+			if (uw->stash_head) {
+				memmove(uw->cq_stash, uw->cq_stash + uw->stash_head,
+					(uw->stash_tail - uw->stash_head) * sizeof(*cqe));
+				uw->stash_tail -= uw->stash_head;
+				uw->stash_head = 0;
+			} else {
+				unsigned cap = uw->stash_cap ? 2 * uw->stash_cap : REAP_BATCH;
+				struct io_uring_cqe *v = realloc(uw->cq_stash, cap * sizeof(*v));
+
+				if (!v)
+					break; /* the rest stays in the CQ (NODROP) */
+				uw->cq_stash = v;
+				uw->stash_cap = cap;
+			}
+		}
+		uw->cq_stash[uw->stash_tail++] = *cqe;
+		n++;
+	}
+	io_uring_cq_advance(&uw->ring, n);
+	return n;
+}
 
 /* An SQE, flushing a full SQ first (never drops a request). */
 static struct io_uring_sqe *get_sqe(struct vio_worker *w)
@@ -239,11 +279,14 @@ static struct io_uring_sqe *get_sqe(struct vio_worker *w)
 		int r;
 
 		VIO_STAT_INC(w, sq_full);
-		r = io_uring_submit(&uw->ring);
+		r = vio__uring_test_sq_busy ? -EBUSY : io_uring_submit(&uw->ring);
 		if (r < 0 && r != -EINTR) {
-			/* -EBUSY / -EAGAIN: the kernel wants CQEs reaped first. */
+			/* -EBUSY / -EAGAIN: the kernel wants the CQ emptied
+			 * first. Stash, never dispatch (stash_cqes). */
 			io_uring_get_events(&uw->ring);
-			reap(w);
+			stash_cqes(uw);
+			if (vio__uring_test_sq_busy)
+				io_uring_submit(&uw->ring);
 		}
 		VB_BUG_ON(++tries > 100000);
 	}
@@ -475,27 +518,28 @@ static void cqe_dispatch(struct vio_worker *w, const struct io_uring_cqe *cqe)
 	}
 }
 
-/* Copy CQEs out in batches and advance the CQ before handling them, so a
- * handler may submit (and even reap, on a full SQ) without confusion. */
+/* Dispatch CQEs in CQ order: the stash first (CQEs get_sqe moved there),
+ * then the CQ, through the stash, one at a time, so that a handler whose
+ * submission stashes more CQEs (SQ full) appends them behind the ones
+ * already waiting. Never re-entered: handlers do not reap. */
 static void reap(struct vio_worker *w)
 {
 	struct vio_uring_w *uw = uw_of(w);
-	struct io_uring_cqe batch[REAP_BATCH];
 
 	for (;;) {
-		struct io_uring_cqe *cqe;
-		unsigned head, n = 0;
+		struct io_uring_cqe cqe;
 
-		io_uring_for_each_cqe(&uw->ring, head, cqe) {
-			batch[n++] = *cqe;
-			if (n == REAP_BATCH)
+		if (uw->stash_head == uw->stash_tail) {
+			uw->stash_head = uw->stash_tail = 0;
+			if (!io_uring_cq_ready(&uw->ring) || stash_cqes(uw) == 0)
 				break;
 		}
-		if (n == 0)
-			break;
-		io_uring_cq_advance(&uw->ring, n);
-		for (unsigned i = 0; i < n; i++)
-			cqe_dispatch(w, &batch[i]);
+		cqe = uw->cq_stash[uw->stash_head++];
+		/* CQ order holds only if no handler dispatches. */
+		VB_BUG_ON(uw->dispatching);
+		uw->dispatching = true;
+		cqe_dispatch(w, &cqe);
+		uw->dispatching = false;
 	}
 }
 
@@ -527,7 +571,7 @@ static void ur_poll(struct vio_worker *w)
 		VIO_STAT_INC(w, cq_overflow);
 	if (kernel_has_work(uw))
 		io_uring_submit_and_get_events(&uw->ring);
-	if (io_uring_cq_ready(&uw->ring))
+	if (io_uring_cq_ready(&uw->ring) || uw->stash_head != uw->stash_tail)
 		reap(w);
 }
 
@@ -539,7 +583,7 @@ static void ur_wait(struct vio_worker *w, int64_t timeout_ns)
 
 	if (!uw->efd_armed)
 		arm_wake(w);
-	if (timeout_ns == 0 || io_uring_cq_ready(&uw->ring) ||
+	if (timeout_ns == 0 || io_uring_cq_ready(&uw->ring) || uw->stash_head != uw->stash_tail ||
 	    (IO_URING_READ_ONCE(*uw->ring.sq.kflags) &
 	     (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))) {
 		io_uring_submit_and_get_events(&uw->ring);
@@ -654,6 +698,7 @@ static void ur_worker_fini(struct vio_worker *w)
 		return;
 	io_uring_queue_exit(&uw->ring); /* the kernel cancels what is left */
 	close(uw->efd);
+	free(uw->cq_stash);
 	if (w->buf_base) {
 		munmap(uw->br, uw->br_bytes);
 		munmap(w->buf_base, uw->buf_bytes);
