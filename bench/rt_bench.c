@@ -316,7 +316,7 @@ static void print_stats(struct ctx *c, const char *name)
 	for (unsigned i = 0; i < NUM_WORKERS; i++)
 		printf("#stats %s w%u: polls=%" PRIu64 " lifo=%" PRIu64 " steal_ops=%" PRIu64 " stolen=%" PRIu64
 		       " stolen_from=%" PRIu64 " overflows=%" PRIu64 "/%" PRIu64 " batches=%" PRIu64 "/%" PRIu64
-		       " parks=%" PRIu64 " unparks=%" PRIu64 " searching=%" PRIu64 " gi=%u ewma=%" PRIu64 "ns busy=%.1fms\n",
+		       " parks=%" PRIu64 " unparks=%" PRIu64 " searching=%" PRIu64 " gi=%" PRIu64 " ewma=%" PRIu64 "ns busy=%.1fms\n",
 		       name, i, ws[i].polls, ws[i].lifo_polls, ws[i].steal_ops, ws[i].tasks_stolen,
 		       ws[i].tasks_stolen_from, ws[i].overflows, ws[i].tasks_overflowed, ws[i].global_batches,
 		       ws[i].global_tasks, ws[i].parks, ws[i].unparks, ws[i].searching_transitions,

@@ -63,7 +63,7 @@ void vb_log_to_syslog(const char *ident)
 
 static void vlog(int level, const char *fmt, va_list ap)
 {
-	char buf[1024];
+	char buf[4096]; /* the server stats line is ~1.5 KiB */
 	size_t n;
 
 	if (level > atomic_load_explicit(&log_level, memory_order_relaxed))

@@ -306,6 +306,21 @@ size_t vch_len(const struct vch *ch)
 	return (size_t)d / VCH_POS_STEP;
 }
 
+#define C(field, kind, help) VB_METRIC(struct vch_stats, field, kind, "", help)
+const struct vb_metric vch_metrics[] = {
+	C(capacity, VB_METRIC_GAUGE, "values the channel holds at most"),
+	C(len, VB_METRIC_GAUGE, "values queued now"),
+	C(sends, VB_METRIC_COUNTER, "values sent"),
+	C(recvs, VB_METRIC_COUNTER, "values received"),
+	C(full_events, VB_METRIC_COUNTER, "send operations that found the channel full"),
+	C(empty_events, VB_METRIC_COUNTER, "receive operations that found the channel empty"),
+	C(send_waits, VB_METRIC_COUNTER, "times a sender waited for room"),
+	C(recv_waits, VB_METRIC_COUNTER, "times a receiver waited for a value"),
+	C(closed, VB_METRIC_GAUGE, "1 once the channel is closed"),
+};
+const size_t vch_metrics_n = VB_ARRAY_SIZE(vch_metrics);
+#undef C
+
 void vch_stats_get(const struct vch *ch, struct vch_stats *out)
 {
 	struct vch *c = (struct vch *)ch;
@@ -316,7 +331,7 @@ void vch_stats_get(const struct vch *ch, struct vch_stats *out)
 	memset(out, 0, sizeof(*out));
 	out->capacity = vch_capacity(ch);
 	out->len = vch_len(ch);
-	out->closed = tail & VCH_CLOSED_BIT;
+	out->closed = (tail & VCH_CLOSED_BIT) != 0;
 	out->sends = ((tail & ~(uint64_t)VCH_CLOSED_BIT) - ch->start) / VCH_POS_STEP;
 	out->recvs = (head - ch->start) / VCH_POS_STEP;
 	out->full_events = atomic_load_explicit(&c->send_stats.blocked_events, memory_order_relaxed);

@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/metric.h"
+
 struct vch;
 struct vrt_task;
 
@@ -139,7 +141,8 @@ void vch_waiter_cancel(struct vch_waiter *w);
  *   positions). full_events / empty_events: send / receive operations that
  *   found the channel full / empty (once per operation, not per retry).
  *   send_waits / recv_waits: times a sender / receiver (task or thread)
- *   registered a waiter and waited.
+ *   registered a waiter and waited. closed: 1 once closed.
+ * Every field is a uint64_t described by a row of vch_metrics (chan.c).
  */
 struct vch_stats {
 	uint64_t capacity;
@@ -147,8 +150,10 @@ struct vch_stats {
 	uint64_t sends, recvs;
 	uint64_t full_events, empty_events;
 	uint64_t send_waits, recv_waits;
-	bool closed;
+	uint64_t closed;
 };
+extern const struct vb_metric vch_metrics[];
+extern const size_t vch_metrics_n;
 
 void vch_stats_get(const struct vch *ch, struct vch_stats *out);
 size_t vch_capacity(const struct vch *ch);

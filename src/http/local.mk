@@ -6,13 +6,6 @@ libvolt_a_SOURCES += \
 	src/http/query.c src/http/query.h
 
 
-check_PROGRAMS += tests/unit/test_histogram
-TESTS += tests/unit/test_histogram
-TSAN_TESTS += tests/unit/test_histogram
-tests_unit_test_histogram_SOURCES = tests/unit/test_histogram.c
-tests_unit_test_histogram_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
-tests_unit_test_histogram_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS)
-
 check_PROGRAMS += tests/unit/test_http_parser
 TESTS += tests/unit/test_http_parser
 tests_unit_test_http_parser_SOURCES = tests/unit/test_http_parser.c

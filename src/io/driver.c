@@ -344,6 +344,35 @@ void vio_free(struct vio *io)
 	free(io);
 }
 
+#define W(field, kind, help) VB_METRIC(struct vio_worker_stats, field, kind, "", help)
+const struct vb_metric vio_worker_metrics[] = {
+	W(submitted, VB_METRIC_COUNTER, "kernel requests (io_uring SQEs, libev watcher starts)"),
+	W(completed, VB_METRIC_COUNTER, "operations finished"),
+	W(immediate, VB_METRIC_COUNTER, "libev: operations finished without waiting"),
+	W(cancels, VB_METRIC_COUNTER, "cancellations issued"),
+	W(recv_multishot_arms, VB_METRIC_COUNTER, "multishot receives armed"),
+	W(recv_enobufs, VB_METRIC_COUNTER, "multishot receives ended for want of provided buffers"),
+	W(recv_plain, VB_METRIC_COUNTER, "plain (single-shot) receives"),
+	VB_METRIC_AS(struct vio_worker_stats, recv_bytes, "bytes_in", VB_METRIC_COUNTER, "bytes",
+		     "bytes received"),
+	VB_METRIC_AS(struct vio_worker_stats, send_bytes, "bytes_out", VB_METRIC_COUNTER, "bytes",
+		     "bytes sent"),
+	W(send_partial, VB_METRIC_COUNTER, "sends the kernel took only in part"),
+	W(accepts, VB_METRIC_COUNTER, "connections accepted"),
+	W(accept_pauses, VB_METRIC_COUNTER, "listener pauses after EMFILE/ENFILE"),
+	W(accept_rearms, VB_METRIC_COUNTER, "accepts armed again"),
+	W(timers_fired, VB_METRIC_COUNTER, "timers that expired"),
+	W(parks, VB_METRIC_COUNTER, "times the worker slept in the driver"),
+	W(park_wakeups_io, VB_METRIC_COUNTER, "driver sleeps ended by an I/O completion"),
+	W(sq_full, VB_METRIC_COUNTER, "times the submission queue was full"),
+	W(cq_overflow, VB_METRIC_COUNTER, "completion queue overflows"),
+	W(migrations, VB_METRIC_COUNTER, "connection operations issued on another worker than the previous one"),
+	W(timers_armed, VB_METRIC_GAUGE, "timers armed on this worker now"),
+	W(bufs_out, VB_METRIC_GAUGE, "provided buffers held by connections now"),
+};
+const size_t vio_worker_metrics_n = VB_ARRAY_SIZE(vio_worker_metrics);
+#undef W
+
 unsigned vio_stats_snapshot(struct vio *io, struct vio_worker_stats *per_worker, unsigned n)
 {
 	for (unsigned i = 0; per_worker && i < n && i < io->nworkers; i++) {

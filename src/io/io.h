@@ -34,6 +34,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "base/metric.h"
 #include "rt/rt.h"
 
 struct vio;
@@ -241,6 +242,7 @@ void vio_conn_abandon(struct vio_conn *c);
 
 /* ---------------------------------------------------------------- stats */
 
+/* Every field is a uint64_t described by a row of vio_worker_metrics (driver.c). */
 struct vio_worker_stats {
 	uint64_t submitted;        /* kernel requests (uring SQEs / ev_io starts) */
 	uint64_t completed;        /* operations finished by the worker */
@@ -253,9 +255,11 @@ struct vio_worker_stats {
 	uint64_t parks, park_wakeups_io;
 	uint64_t sq_full, cq_overflow;
 	uint64_t migrations;       /* connection operations issued on another worker than the previous one */
-	uint32_t timers_armed;     /* entries in this worker's timer heap */
-	uint32_t bufs_out;         /* provided buffers currently held by connections */
+	uint64_t timers_armed;     /* entries in this worker's timer heap */
+	uint64_t bufs_out;         /* provided buffers currently held by connections */
 };
+extern const struct vb_metric vio_worker_metrics[];
+extern const size_t vio_worker_metrics_n;
 
 /* Snapshot without stopping workers; `per_worker` has room for n entries.
  * Returns the number of workers. */

@@ -350,6 +350,44 @@ static uint64_t rd(_Atomic uint64_t *c)
 	return atomic_load_explicit(c, memory_order_relaxed);
 }
 
+#define W(field, kind, unit, help) VB_METRIC(struct vrt_worker_stats, field, kind, unit, help)
+const struct vb_metric vrt_worker_metrics[] = {
+	W(polls, VB_METRIC_COUNTER, "", "tasks polled"),
+	W(lifo_polls, VB_METRIC_COUNTER, "", "polls of the task in the LIFO slot"),
+	W(steal_ops, VB_METRIC_COUNTER, "", "successful steal operations by this worker"),
+	W(tasks_stolen, VB_METRIC_COUNTER, "", "tasks this worker stole from others"),
+	W(tasks_stolen_from, VB_METRIC_COUNTER, "", "tasks other workers stole from this one"),
+	W(overflows, VB_METRIC_COUNTER, "", "times the local queue overflowed into the injection queue"),
+	W(tasks_overflowed, VB_METRIC_COUNTER, "", "tasks moved to the injection queue by overflows"),
+	W(global_batches, VB_METRIC_COUNTER, "", "batches taken from the injection queue"),
+	W(global_tasks, VB_METRIC_COUNTER, "", "tasks taken from the injection queue"),
+	W(parks, VB_METRIC_COUNTER, "", "times the worker went to sleep"),
+	W(unparks, VB_METRIC_COUNTER, "", "times the worker was woken"),
+	W(searching_transitions, VB_METRIC_COUNTER, "", "times the worker started searching for work"),
+	W(budget_yields, VB_METRIC_COUNTER, "", "polls ended because the task spent its budget"),
+	W(local_queue_depth, VB_METRIC_GAUGE, "", "tasks in the local queue now"),
+	W(global_interval, VB_METRIC_GAUGE, "", "ticks between injection-queue checks now"),
+	VB_METRIC_AS(struct vrt_worker_stats, ewma_poll_ns, "poll_ewma", VB_METRIC_GAUGE, "nanoseconds",
+		     "moving average (alpha 0.1) of the time one poll takes"),
+	VB_METRIC_AS(struct vrt_worker_stats, busy_ns, "busy", VB_METRIC_COUNTER, "nanoseconds",
+		     "time the worker was not parked"),
+};
+const size_t vrt_worker_metrics_n = VB_ARRAY_SIZE(vrt_worker_metrics);
+#undef W
+
+#define R(field, kind, help) VB_METRIC(struct vrt_stats, field, kind, "", help)
+const struct vb_metric vrt_metrics[] = {
+	R(workers, VB_METRIC_GAUGE, "worker threads"),
+	R(injection_depth, VB_METRIC_GAUGE, "tasks in the injection queue now"),
+	R(searching, VB_METRIC_GAUGE, "workers searching for work now"),
+	R(parked, VB_METRIC_GAUGE, "workers parked now"),
+	R(spawned_local, VB_METRIC_COUNTER, "tasks spawned from a worker"),
+	R(spawned_remote, VB_METRIC_COUNTER, "tasks spawned from other threads"),
+	R(tasks_alive, VB_METRIC_GAUGE, "tasks spawned and not yet complete"),
+};
+const size_t vrt_metrics_n = VB_ARRAY_SIZE(vrt_metrics);
+#undef R
+
 unsigned vrt_stats_snapshot(struct vrt *rt, struct vrt_stats *out,
 			    struct vrt_worker_stats *per_worker, unsigned n)
 {

@@ -27,6 +27,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/metric.h"
+
 struct vrt;
 struct vrt_task;
 
@@ -208,7 +210,8 @@ int vrt_set_lifo_poll_cap(struct vrt *rt, unsigned cap);
 int vrt_set_budget(struct vrt *rt, unsigned budget);
 
 /* Counters since vrt_new; each worker writes its own, a snapshot reads them
- * one by one (not an atomic picture of the whole runtime). */
+ * one by one (not an atomic picture of the whole runtime). Every field is a
+ * uint64_t described by a row of vrt_worker_metrics (rt.c). */
 struct vrt_worker_stats {
 	uint64_t polls, lifo_polls;
 	uint64_t steal_ops, tasks_stolen, tasks_stolen_from;
@@ -216,19 +219,24 @@ struct vrt_worker_stats {
 	uint64_t global_batches, global_tasks;
 	uint64_t parks, unparks, searching_transitions;
 	uint64_t budget_yields;
-	uint32_t local_queue_depth;   /* ring length now */
-	uint32_t global_interval;     /* ticks between injection checks now */
+	uint64_t local_queue_depth;   /* ring length now */
+	uint64_t global_interval;     /* ticks between injection checks now */
 	uint64_t ewma_poll_ns;        /* EWMA (alpha 0.1) of the poll time */
 	uint64_t busy_ns;             /* time not parked */
 };
+extern const struct vb_metric vrt_worker_metrics[];
+extern const size_t vrt_worker_metrics_n;
 
+/* The whole runtime; every field is described by a row of vrt_metrics. */
 struct vrt_stats {
-	unsigned workers;
+	uint64_t workers;
 	uint64_t injection_depth;
-	uint32_t searching, parked;
+	uint64_t searching, parked;
 	uint64_t spawned_local, spawned_remote;
 	uint64_t tasks_alive;         /* spawned and not yet complete */
 };
+extern const struct vb_metric vrt_metrics[];
+extern const size_t vrt_metrics_n;
 
 /* Snapshot without stopping workers. `per_worker` has room for `n` entries
  * (may be NULL); returns the number of workers. */

@@ -601,6 +601,71 @@ void vsrv_free(struct vsrv *srv)
 
 /* ---------------------------------------------------------------- stats */
 
+#define S(field, kind, unit, help) VB_METRIC(struct vsrv_stats, field, kind, unit, help)
+const struct vb_metric vsrv_metrics[] = {
+	S(conns_open, VB_METRIC_GAUGE, "", "client connections open now"),
+	S(conns_accepted, VB_METRIC_COUNTER, "", "client connections accepted"),
+	S(conns_closed, VB_METRIC_COUNTER, "", "client connections closed"),
+	S(conns_refused, VB_METRIC_COUNTER, "", "connections closed at once for want of memory"),
+	S(accept_pauses, VB_METRIC_COUNTER, "", "times accepting paused at max_connections"),
+	S(accept_paused, VB_METRIC_GAUGE, "", "1 while accepting is paused"),
+	S(requests, VB_METRIC_COUNTER, "", "requests received (parsed, parse errors answered, 408s)"),
+	S(continues, VB_METRIC_COUNTER, "", "interim 100 Continue responses sent"),
+	S(requests_dropped, VB_METRIC_COUNTER, "", "requests whose connection closed before their response went out"),
+	S(results_dropped, VB_METRIC_COUNTER, "", "finished jobs whose connection was gone"),
+	S(shed, VB_METRIC_COUNTER, "", "requests answered 503 at once because the jobs channel was full"),
+	S(timeouts_header, VB_METRIC_COUNTER, "", "request heads not received in time (408)"),
+	S(timeouts_body, VB_METRIC_COUNTER, "", "request bodies not received in time (408)"),
+	S(timeouts_idle, VB_METRIC_COUNTER, "", "idle keep-alive connections closed"),
+	S(timeouts_send, VB_METRIC_COUNTER, "", "connections cut because a send took too long"),
+	S(client_resets, VB_METRIC_COUNTER, "", "connections ended by the peer mid-request or mid-response"),
+	S(bytes_in, VB_METRIC_COUNTER, "bytes", "bytes received from clients"),
+	S(bytes_out, VB_METRIC_COUNTER, "bytes", "bytes sent to clients"),
+	S(draining, VB_METRIC_GAUGE, "", "1 once the server is draining"),
+};
+const size_t vsrv_metrics_n = VB_ARRAY_SIZE(vsrv_metrics);
+#undef S
+
+static const struct vb_metric responses_row[] = {
+	{ "responses", VB_METRIC_COUNTER, "", "responses sent, by status class", 0 },
+};
+static const struct vb_metric in_flight_row[] = {
+	{ "in_flight", VB_METRIC_GAUGE, "", "requests in this stage now", 0 },
+};
+static const size_t one_row = 1;
+static const char *const code_values[] = { "1xx", "2xx", "3xx", "4xx", "5xx" };
+static const char *const stage_values[] = {
+	[VSRV_STAGE_PARSE] = "parse", [VSRV_STAGE_EXEC] = "exec",
+	[VSRV_STAGE_WRITE] = "write", [VSRV_STAGE_SEND] = "send",
+};
+static const char *const channel_values[] = { "jobs", "replies" };
+static_assert(offsetof(struct vsrv_stats, replies) ==
+	      offsetof(struct vsrv_stats, jobs) + sizeof(struct vch_stats),
+	      "the channel family walks jobs, replies with one stride");
+
+const struct vb_metric_group vsrv_metric_groups[] = {
+	{ responses_row, &one_row, offsetof(struct vsrv_stats, responses[1]), sizeof(uint64_t),
+	  "code", code_values, VB_ARRAY_SIZE(code_values) },
+	{ in_flight_row, &one_row, offsetof(struct vsrv_stats, in_flight), sizeof(uint64_t),
+	  "stage", stage_values, VSRV_STAGES },
+	{ vch_metrics, &vch_metrics_n, offsetof(struct vsrv_stats, jobs), sizeof(struct vch_stats),
+	  "channel", channel_values, VB_ARRAY_SIZE(channel_values) },
+};
+const size_t vsrv_metric_groups_n = VB_ARRAY_SIZE(vsrv_metric_groups);
+
+const struct vb_metric vsrv_kind_metrics[] = {
+	VB_METRIC_AS(struct vsrv_kind_stats, count, "kind_responses", VB_METRIC_COUNTER, "",
+		     "responses sent for requests of this job kind"),
+};
+const size_t vsrv_kind_metrics_n = VB_ARRAY_SIZE(vsrv_kind_metrics);
+
+/* Where each internal counter lands in struct vsrv_stats. */
+static const size_t counter_offset[VSRV_C_COUNT] = {
+#define VSRV_C_OFFSET(name, field) [VSRV_C_##name] = offsetof(struct vsrv_stats, field),
+	VSRV_COUNTERS(VSRV_C_OFFSET)
+#undef VSRV_C_OFFSET
+};
+
 void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 {
 	uint64_t sum[VSRV_C_COUNT] = { 0 };
@@ -611,30 +676,10 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 		for (unsigned i = 0; i < VSRV_C_COUNT; i++)
 			/* Relaxed: statistics. */
 			sum[i] += atomic_load_explicit(&srv->ws[w].c[i], memory_order_relaxed);
+	for (unsigned i = 0; i < VSRV_C_COUNT; i++)
+		memcpy((char *)out + counter_offset[i], &sum[i], sizeof(sum[i]));
 	out->conns_open = atomic_load_explicit(&srv->conns_open, memory_order_relaxed);
-	out->conns_accepted = sum[VSRV_C_conns_accepted];
-	out->conns_closed = sum[VSRV_C_conns_closed];
-	out->conns_refused = sum[VSRV_C_conns_refused];
-	out->accept_pauses = sum[VSRV_C_accept_pauses];
 	out->accept_paused = atomic_load_explicit(&srv->paused_n, memory_order_relaxed) > 0;
-	out->requests = sum[VSRV_C_requests];
-	for (unsigned i = 0; i < 5; i++)
-		out->responses[i + 1] = sum[VSRV_C_resp_1xx + i];
-	out->continues = sum[VSRV_C_continues];
-	out->requests_dropped = sum[VSRV_C_requests_dropped];
-	out->results_dropped = sum[VSRV_C_results_dropped];
-	out->shed = sum[VSRV_C_shed];
-	out->timeouts_header = sum[VSRV_C_timeouts_header];
-	out->timeouts_body = sum[VSRV_C_timeouts_body];
-	out->timeouts_idle = sum[VSRV_C_timeouts_idle];
-	out->timeouts_send = sum[VSRV_C_timeouts_send];
-	out->client_resets = sum[VSRV_C_client_resets];
-	out->bytes_in = sum[VSRV_C_bytes_in];
-	out->bytes_out = sum[VSRV_C_bytes_out];
-	out->in_flight[VSRV_STAGE_PARSE] = sum[VSRV_C_stage_parse];
-	out->in_flight[VSRV_STAGE_EXEC] = sum[VSRV_C_stage_exec];
-	out->in_flight[VSRV_STAGE_WRITE] = sum[VSRV_C_stage_write];
-	out->in_flight[VSRV_STAGE_SEND] = sum[VSRV_C_stage_send];
 	vch_stats_get(srv->jobs, &out->jobs);
 	vch_stats_get(srv->replies, &out->replies);
 	out->n_kinds = srv->n_kinds;
@@ -659,28 +704,17 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 void vsrv_stats_log(struct vsrv *srv)
 {
 	struct vsrv_stats *s = malloc(sizeof(*s));
+	char line[4096];
+	size_t off = 0;
 
 	if (!s)
 		return;
 	vsrv_stats_snapshot(srv, s);
-	vb_notice("server stats: conns_accepted=%" PRIu64 " conns_closed=%" PRIu64
-		  " conns_refused=%" PRIu64 " accept_pauses=%" PRIu64 " requests=%" PRIu64
-		  " responses_1xx=%" PRIu64 " responses_2xx=%" PRIu64 " responses_3xx=%" PRIu64
-		  " responses_4xx=%" PRIu64 " responses_5xx=%" PRIu64 " requests_dropped=%" PRIu64
-		  " results_dropped=%" PRIu64 " shed=%" PRIu64 " continues=%" PRIu64
-		  " timeouts_header=%" PRIu64 " timeouts_body=%" PRIu64 " timeouts_idle=%" PRIu64
-		  " timeouts_send=%" PRIu64 " client_resets=%" PRIu64 " bytes_in=%" PRIu64
-		  " bytes_out=%" PRIu64 " in_parse=%" PRIu64 " in_exec=%" PRIu64
-		  " in_write=%" PRIu64 " in_send=%" PRIu64 " jobs_full=%" PRIu64
-		  " jobs_send_waits=%" PRIu64 " replies_full=%" PRIu64 " replies_send_waits=%" PRIu64,
-		  s->conns_accepted, s->conns_closed, s->conns_refused, s->accept_pauses,
-		  s->requests, s->responses[1], s->responses[2], s->responses[3], s->responses[4],
-		  s->responses[5], s->requests_dropped, s->results_dropped, s->shed, s->continues,
-		  s->timeouts_header, s->timeouts_body, s->timeouts_idle, s->timeouts_send,
-		  s->client_resets, s->bytes_in, s->bytes_out, s->in_flight[VSRV_STAGE_PARSE],
-		  s->in_flight[VSRV_STAGE_EXEC], s->in_flight[VSRV_STAGE_WRITE],
-		  s->in_flight[VSRV_STAGE_SEND], s->jobs.full_events, s->jobs.send_waits,
-		  s->replies.full_events, s->replies.send_waits);
+	line[0] = '\0';
+	vb_metric_format(line, sizeof(line), &off, vsrv_metrics, vsrv_metrics_n, s);
+	for (size_t g = 0; g < vsrv_metric_groups_n; g++)
+		vb_metric_format_group(line, sizeof(line), &off, &vsrv_metric_groups[g], s);
+	vb_notice("server stats: %s", line);
 	for (unsigned k = 0; k < s->n_kinds; k++) {
 		const struct vb_hist_snap *h = &s->kinds[k].lat;
 

@@ -111,22 +111,29 @@ enum vsrv_stage { VSRV_STAGE_PARSE, VSRV_STAGE_EXEC, VSRV_STAGE_WRITE, VSRV_STAG
 /* Job kinds with their own counters; index by enum vsrv_kind. */
 #define VSRV_KINDS_MAX 16
 
+/* Per kind; `count` is described by vsrv_kind_metrics (label kind = name);
+ * the latency histogram is rendered on its own. */
 struct vsrv_kind_stats {
 	const char *name;          /* "healthz", "echo", ... (static) */
 	uint64_t count;            /* responses sent for requests of this kind */
 	struct vb_hist_snap lat;   /* parse -> response sent, nanoseconds */
 };
+extern const struct vb_metric vsrv_kind_metrics[];
+extern const size_t vsrv_kind_metrics_n;
 
 /*
  * A snapshot; every field is read on its own (not one instant's cut), so
  * two related counters may disagree by what is in flight. Public fields.
+ * Scalar fields are described by vsrv_metrics; responses, in_flight and the
+ * channels by the labelled families of vsrv_metric_groups (labels code,
+ * stage, channel); kinds[] by vsrv_kind_metrics (label kind).
  */
 struct vsrv_stats {
 	/* connections */
 	uint64_t conns_open, conns_accepted, conns_closed;
 	uint64_t conns_refused;     /* accepted then closed at once (no memory) */
 	uint64_t accept_pauses;     /* times accepting paused at max_connections */
-	bool accept_paused;         /* paused right now */
+	uint64_t accept_paused;     /* 1: paused right now */
 	/* requests: received = parsed requests + parse errors answered + 408s */
 	uint64_t requests;
 	uint64_t responses[6];      /* by status class: [1] 1xx final never, [2] 2xx ... [5] 5xx */
@@ -138,21 +145,27 @@ struct vsrv_stats {
 	uint64_t timeouts_header, timeouts_body, timeouts_idle, timeouts_send;
 	uint64_t client_resets;     /* connections ended by the peer mid-request/response */
 	uint64_t bytes_in, bytes_out;
+	uint64_t draining;          /* 1 from the moment vsrv_stop begins */
 	/* per stage: requests currently in that stage */
 	uint64_t in_flight[VSRV_STAGES];
-	/* channels */
+	/* channels (adjacent: vsrv_metric_groups walks them with one stride) */
 	struct vch_stats jobs, replies;
 	/* job kinds */
 	unsigned n_kinds;
 	struct vsrv_kind_stats kinds[VSRV_KINDS_MAX];
-	bool draining;
 };
+extern const struct vb_metric vsrv_metrics[];
+extern const size_t vsrv_metrics_n;
+extern const struct vb_metric_group vsrv_metric_groups[];
+extern const size_t vsrv_metric_groups_n;
 
 /* Fill *out (large: ~8 KiB per kind; heap-allocate it). Any thread. */
 void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out);
 
-/* Log the snapshot's counters on one line at notice level:
- * "server stats: requests=N responses_1xx=N ... dropped=N ..." */
+/* Log the snapshot's counters on one line at notice level, from the tables
+ * (vb_metric_format): "server stats: conns_open=N ... responses_2xx=N ...
+ * in_flight_parse=N ... jobs_send_waits=N ...", then one line per kind that
+ * answered: "server kind NAME: count=N p50_us=N p90_us=N p99_us=N p999_us=N". */
 void vsrv_stats_log(struct vsrv *srv);
 
 #endif

@@ -73,7 +73,7 @@ def check_accounting(st):
     assert st["requests"] == responses_total(st) + st["requests_dropped"], st
     assert st["conns_accepted"] == st["conns_closed"], st
     # after the drain nothing is in any stage
-    assert st["in_parse"] == st["in_exec"] == st["in_write"] == st["in_send"] == 0, st
+    assert st["in_flight_parse"] == st["in_flight_exec"] == st["in_flight_write"] == st["in_flight_send"] == 0, st
 
 
 def stop(d, timeout=20):

@@ -78,7 +78,7 @@ def test_wait_flood_loses_nothing(voltd):
     assert st["requests"] == n and st["responses_2xx"] == n and st["shed"] == 0
     assert st["requests_dropped"] == 0 and st["results_dropped"] == 0
     # the channels were full and senders waited (back pressure, not loss)
-    assert st["jobs_full"] > 0 and st["jobs_send_waits"] > 0, st
+    assert st["jobs_full_events"] > 0 and st["jobs_send_waits"] > 0, st
 
 
 def test_thousand_concurrent_connections(voltd):

@@ -449,7 +449,7 @@ static void *watchdog_main(void *arg)
 				vch_stats_get(ch, &st);
 				fprintf(stderr, "  channel: cap %" PRIu64 " len %" PRIu64 " sends %" PRIu64
 					" recvs %" PRIu64 " send_waits %" PRIu64 " recv_waits %" PRIu64
-					" closed %d has_send_waiters %#lx has_recv_waiters %#lx\n",
+					" closed %" PRIu64 " has_send_waiters %#lx has_recv_waiters %#lx\n",
 					st.capacity, st.len, st.sends, st.recvs, st.send_waits,
 					st.recv_waits, st.closed,
 					(unsigned long)atomic_load(&ch->sendq.has_waiters),

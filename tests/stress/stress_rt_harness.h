@@ -52,19 +52,22 @@ SH_FN void sh_dump_rt(void)
 	struct vrt *rt = atomic_load(&sh_rt);
 	struct vrt_worker_stats ws[256];
 	struct vrt_stats s;
+	char line[1024];
+	size_t off = 0;
 	unsigned n;
 
 	if (!rt)
 		return;
 	n = vrt_stats_snapshot(rt, &s, ws, 256);
-	fprintf(stderr, "%s: rt: injection=%" PRIu64 " searching=%u parked=%u alive=%" PRIu64
-		" spawned local=%" PRIu64 " remote=%" PRIu64 "\n", sh_name, s.injection_depth,
-		s.searching, s.parked, s.tasks_alive, s.spawned_local, s.spawned_remote);
-	for (unsigned i = 0; i < n && i < 256; i++)
-		fprintf(stderr, "%s:  w%u polls=%" PRIu64 " lifo=%" PRIu64 " steals=%" PRIu64 "/%" PRIu64
-			" parks=%" PRIu64 " unparks=%" PRIu64 " depth=%u gi=%u\n", sh_name, i,
-			ws[i].polls, ws[i].lifo_polls, ws[i].steal_ops, ws[i].tasks_stolen,
-			ws[i].parks, ws[i].unparks, ws[i].local_queue_depth, ws[i].global_interval);
+	line[0] = '\0';
+	vb_metric_format(line, sizeof(line), &off, vrt_metrics, vrt_metrics_n, &s);
+	fprintf(stderr, "%s: rt: %s\n", sh_name, line);
+	for (unsigned i = 0; i < n && i < 256; i++) {
+		off = 0;
+		line[0] = '\0';
+		vb_metric_format(line, sizeof(line), &off, vrt_worker_metrics, vrt_worker_metrics_n, &ws[i]);
+		fprintf(stderr, "%s:  w%u %s\n", sh_name, i, line);
+	}
 }
 
 SH_FN void sh_fail(const char *fmt, ...)

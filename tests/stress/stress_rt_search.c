@@ -147,11 +147,11 @@ static void *sampler_main(void *arg)
 	while (atomic_load_explicit(&sampling, memory_order_relaxed)) {
 		struct vrt_stats s;
 		vrt_stats_snapshot(a->rt, &s, NULL, 0);
-		SH_CHECK(s.searching <= cap, "%u searching workers of %u (cap %u)", s.searching,
+		SH_CHECK(s.searching <= cap, "%" PRIu64 " searching workers of %u (cap %u)", s.searching,
 			 a->workers, cap);
 		if (s.searching > atomic_load(&max_searching))
-			atomic_store(&max_searching, s.searching);
-		SH_CHECK(s.parked <= a->workers, "%u parked of %u", s.parked, a->workers);
+			atomic_store(&max_searching, (uint32_t)s.searching);
+		SH_CHECK(s.parked <= a->workers, "%" PRIu64 " parked of %u", s.parked, a->workers);
 	}
 	return NULL;
 }
@@ -226,7 +226,7 @@ static void test_many_workers(void)
 		t0 = vb_now_ns();
 		do {
 			vrt_stats_snapshot(rt, &s, NULL, 0);
-			SH_CHECK(vb_now_ns() - t0 < 10 * 1000000000LL, "only %u of %u parked", s.parked, n);
+			SH_CHECK(vb_now_ns() - t0 < 10 * 1000000000LL, "only %" PRIu64 " of %u parked", s.parked, n);
 			usleep(200);
 		} while (s.parked != n);
 		for (unsigned i = 0; i < 64; i++)
