@@ -12,7 +12,12 @@
  * is over the limit. Head bytes are also scanned for obs-fold (a line
  * starting with SP or HTAB), which llhttp 8 accepts: a fold is caught before
  * llhttp is given its first byte, so the outcome never depends on how the
- * stream was split into reads.
+ * stream was split into reads. Head bytes are also scanned for HTAB inside
+ * field values, which become SP before llhttp sees them: optional
+ * whitespace is SP and HTAB (RFC 9110 5.5), but llhttp 8 takes only SP
+ * after a value ("chunked<TAB>" would be an invalid Transfer-Encoding,
+ * "close<TAB>" no close at all). A value's own HTAB is whitespace to every
+ * field we interpret, and the others are dropped.
  *
  * Known llhttp 8.1 limit: a chunk with two extensions that both have values
  * ("1;a=b;c=d") is rejected as a bad chunk size (400); one valued extension,
@@ -37,6 +42,16 @@ enum pstate {
 
 enum field_id { F_NONE = 0, F_HOST, F_TE, F_EXPECT };
 
+/* Where the HTAB scan (see the top) is in the head or trailer section. */
+enum hscan {
+	HS_LINE0 = 0, /* the request line */
+	HS_BOL,       /* at the start of a field line (or the empty line) */
+	HS_CR,        /* CR at the start of a line */
+	HS_NAME,      /* in a field name */
+	HS_VALUE,     /* in a field value: HTAB becomes SP */
+	HS_DONE,      /* the section has ended: scan nothing until reset */
+};
+
 struct vhttp_parser {
 	llhttp_t ll;
 	struct vhttp_limits lim;
@@ -50,6 +65,7 @@ struct vhttp_parser {
 	bool url_done;     /* the request-target is complete */
 	bool resume;       /* paused: execute once more even with no bytes */
 	bool last_lf;      /* obs-fold scan: previous head byte was LF */
+	uint8_t hscan;     /* enum hscan: HTAB scan state */
 	size_t head_bytes; /* bytes of this head (or trailer section) so far */
 	uint64_t ext_bytes;/* chunk-extension bytes of this message */
 
@@ -448,6 +464,7 @@ static int on_chunk_header(llhttp_t *ll)
 		p->st = ST_TRAILER;
 		p->head_bytes = 0;
 		p->last_lf = true;
+		p->hscan = HS_BOL;
 		return HPE_PAUSED;
 	}
 	return 0;
@@ -642,6 +659,52 @@ static size_t find_fold(const struct vhttp_parser *p, const char *s, size_t n)
 	return n;
 }
 
+/* HTAB in a field value becomes SP (see the top), in the n bytes at s of
+ * the head or trailer section; stops at the section's end, so body bytes
+ * after it are never touched. */
+static void untab_values(struct vhttp_parser *p, char *s, size_t n)
+{
+	enum hscan h = p->hscan;
+
+	for (size_t i = 0; i < n && h != HS_DONE; i++) {
+		char c = s[i];
+
+		switch (h) {
+		case HS_LINE0:
+			if (c == '\n')
+				h = HS_BOL;
+			break;
+		case HS_BOL:
+		case HS_CR:
+			if (c == '\n') {
+				h = HS_DONE;
+				break;
+			}
+			if (c == '\r' && h == HS_BOL) {
+				h = HS_CR;
+				break;
+			}
+			h = c == ':' ? HS_VALUE : HS_NAME;
+			break;
+		case HS_NAME:
+			if (c == ':')
+				h = HS_VALUE;
+			else if (c == '\n')
+				h = HS_BOL;
+			break;
+		case HS_VALUE:
+			if (c == '\t')
+				s[i] = ' ';
+			else if (c == '\n')
+				h = HS_BOL;
+			break;
+		case HS_DONE:
+			break;
+		}
+	}
+	p->hscan = (uint8_t)h;
+}
+
 enum vhttp_event vhttp_parser_next(struct vhttp_parser *p, struct vhttp_request **req)
 {
 	*req = NULL;
@@ -655,13 +718,15 @@ enum vhttp_event vhttp_parser_next(struct vhttp_parser *p, struct vhttp_request 
 		size_t n = avail;
 		if (counted && n > p->lim.max_header_bytes - p->head_bytes)
 			n = p->lim.max_header_bytes - p->head_bytes;
-		const char *start = p->in + p->in_off;
+		char *start = p->in + p->in_off;
 		/* A fold is caught before llhttp sees its first byte, so that the
 		 * outcome cannot depend on how the stream was split (llhttp would
 		 * glue the folded line to the value before we could object). */
 		size_t fold = counted ? find_fold(p, start, n) : n;
 		bool at_fold = fold < n;
 		n = fold;
+		if (counted)
+			untab_values(p, start, n);
 		if (n == 0 && !p->resume) {
 			if (at_fold)
 				return set_error(p, 400, "obs-fold or line starting with whitespace");
@@ -696,6 +761,7 @@ enum vhttp_event vhttp_parser_next(struct vhttp_parser *p, struct vhttp_request 
 			/* The next head starts after this call's bytes. */
 			p->head_bytes = 0;
 			p->last_lf = false;
+			p->hscan = HS_LINE0;
 			*req = p->req;
 			p->req = NULL;
 			return VHTTP_EV_REQUEST;

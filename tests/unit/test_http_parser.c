@@ -396,6 +396,39 @@ static void test_read_buffer_back_pressure(void **state)
 	vhttp_parser_free(p);
 }
 
+/* RFC 9110 5.5: optional whitespace around a field value is spaces and
+ * tabs, leading and trailing, for every field the parser interprets. */
+static void test_ows_spaces_and_tabs(void **state)
+{
+	(void)state;
+	static const char *const ws[] = { " ", "\t", " \t", "\t ", "" };
+	for (size_t a = 0; a < sizeof(ws) / sizeof(ws[0]); a++) {
+		for (size_t b = 0; b < sizeof(ws) / sizeof(ws[0]); b++) {
+			char in[512], *got;
+			const char *l = ws[a], *r = ws[b];
+
+			snprintf(in, sizeof(in),
+				 "POST /e HTTP/1.1\r\nHost:%sh%s\r\nTransfer-Encoding:%schunked%s\r\n"
+				 "Connection:%sclose%s\r\n\r\n3\r\na\tc\r\n0\r\nX-T:%sv%s\r\n\r\n",
+				 l, r, l, r, l, r, l, r);
+			got = parse(in);
+			/* the body's own HTAB is left alone */
+			if (!strstr(got, "host=h v1.1 ka=0 cl=0:0 ch=1") || !strstr(got, "body[3]=a\tc") ||
+			    strstr(got, "ERR"))
+				fail_msg("input %s\n got %s", in, got);
+			free(got);
+			snprintf(in, sizeof(in),
+				 "POST /e HTTP/1.1\r\nHost: h\r\nContent-Length:%s3%s\r\n"
+				 "Expect:%s100-continue%s\r\n\r\nabc",
+				 l, r, l, r);
+			got = parse(in);
+			if (!strstr(got, "cl=1:3 ch=0 ex=1") || strstr(got, "ERR"))
+				fail_msg("input %s\n got %s", in, got);
+			free(got);
+		}
+	}
+}
+
 static void test_keep_alive_rules(void **state)
 {
 	(void)state;
@@ -804,6 +837,7 @@ int main(void)
 		cmocka_unit_test(test_large_body_across_buffers),
 		cmocka_unit_test(test_chunked_with_trailers),
 		cmocka_unit_test(test_pipelined),
+		cmocka_unit_test(test_ows_spaces_and_tabs),
 		cmocka_unit_test(test_pipelined_leftover_stays_buffered),
 		cmocka_unit_test(test_read_buffer_back_pressure),
 		cmocka_unit_test(test_keep_alive_rules),
