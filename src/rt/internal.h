@@ -278,6 +278,7 @@ struct vrt_worker {
 	int64_t active_start;       /* end of the last park */
 	bool searching;
 	bool in_park;               /* inside the park path: no notify on push */
+	bool drain_counted;         /* in rt->drain_idle (DRAIN shutdown, [W9]) */
 	bool exiting;
 	unsigned budget_left;
 	bool budget_hit;

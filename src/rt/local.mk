@@ -41,7 +41,8 @@ RT_STRESS = \
 	tests/stress/stress_rt_idle \
 	tests/stress/stress_rt_notify \
 	tests/stress/stress_rt_busy2 \
-	tests/stress/stress_rt_search
+	tests/stress/stress_rt_search \
+	tests/stress/stress_rt_drain
 check_PROGRAMS += $(RT_STRESS)
 TESTS += $(RT_STRESS)
 TSAN_TESTS += $(RT_STRESS) tests/unit/test_rt_wsq
@@ -58,3 +59,5 @@ tests_stress_stress_rt_busy2_SOURCES = tests/stress/stress_rt_busy2.c
 tests_stress_stress_rt_busy2_LDADD = $(VOLT_CORE_LIBS)
 tests_stress_stress_rt_search_SOURCES = tests/stress/stress_rt_search.c
 tests_stress_stress_rt_search_LDADD = $(VOLT_CORE_LIBS)
+tests_stress_stress_rt_drain_SOURCES = tests/stress/stress_rt_drain.c
+tests_stress_stress_rt_drain_LDADD = $(VOLT_CORE_LIBS)

@@ -190,7 +190,9 @@ int vrt_new(const struct vrt_config *cfg, struct vrt **out);
 enum vrt_shutdown_mode {
 	/* Run until no task is runnable; then cancel every pending task
 	 * (vrt_task_cancel) and run again until none is runnable; tasks still
-	 * pending after that are completed without another poll. */
+	 * pending after that are completed without another poll. A task that
+	 * a worker's park ops (the I/O driver) queue on that worker while the
+	 * decision is made is polled before the worker exits. */
 	VRT_SHUTDOWN_DRAIN,
 	/* Workers stop after their current poll; queued and pending tasks are
 	 * completed (cancelled flag set) without being polled again. */

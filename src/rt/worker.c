@@ -34,13 +34,31 @@
  *   [W8] start_pending: each worker's acq_rel decrement; the last one sets
  *        the `started` event for vrt_new.
  *   [W9] drain_idle: acq_rel increments/decrements by workers of a DRAIN
- *        shutdown; the one that brings it to `nworkers` decides (no other
- *        worker runs a task while counted, so the count is exact).
+ *        shutdown. A worker counts itself idle only with its local queues
+ *        empty, and leaves the count BEFORE any task is queued on it
+ *        (schedule_local: its driver, polled inside the park, wakes tasks
+ *        while it is counted). The worker that brings the count to
+ *        `nworkers` may decide "quiescent" only by a CAS from exactly
+ *        `nworkers` to `nworkers | VRT_DRAIN_DONE`: an un-count in between
+ *        makes the CAS fail. A worker handed a task after a successful CAS
+ *        (it sees DONE in its un-count) runs its local queues dry before it
+ *        exits, so no task queued by a driver is left unpolled.
  */
 #include "rt/internal.h"
 #include "base/time.h"
 
 #include <errno.h>
+
+/* drain_idle: bit set by the quiescence decision (see [W9]). */
+#define VRT_DRAIN_DONE (UINT32_C(1) << 31)
+
+/* Leave the DRAIN idle count ([W9]). */
+static void drain_uncount(struct vrt_worker *w)
+{
+	w->drain_counted = false;
+	/* [W9] acq_rel: ordered against the decider's CAS. */
+	atomic_fetch_sub_explicit(&w->rt->drain_idle, 1, memory_order_acq_rel);
+}
 
 /* Ring length from which a local push wakes a parked worker (push_ring). */
 #define VRT_RING_NOTIFY_MIN 2
@@ -169,6 +187,8 @@ static void schedule_local(struct vrt_worker *w, struct vrt_task *t, bool yield)
 {
 	struct vrt_task *prev;
 
+	if (vb_unlikely(w->drain_counted))
+		drain_uncount(w); /* before the task is visible here: [W9] */
 	if (yield || !w->lifo_on) {
 		push_ring(w, t, true);
 		return;
@@ -376,39 +396,53 @@ static struct vrt_task *steal_work(struct vrt_worker *w, bool *retry)
 static bool drain_idle(struct vrt_worker *w)
 {
 	struct vrt *rt = w->rt;
-	/* [W9] acq_rel: orders our "nothing found" with the other workers'. */
-	uint32_t n = atomic_fetch_add_explicit(&rt->drain_idle, 1, memory_order_acq_rel) + 1;
+	uint32_t n, expected;
 
+	/* [W7] acquire: pairs with the decider's release store. Our local
+	 * queues are empty (find_work found nothing): we may go. */
+	if (atomic_load_explicit(&rt->drain_done, memory_order_acquire))
+		return true;
+	w->drain_counted = true;
+	/* [W9] acq_rel: orders our "nothing found" with the other workers'. */
+	n = atomic_fetch_add_explicit(&rt->drain_idle, 1, memory_order_acq_rel) + 1;
 	if (n == rt->nworkers) {
-		/* Every worker found nothing; idle workers' queues stay empty
-		 * (only an owner fills its ring). Only the injection queue
-		 * can still receive work (wakes from other threads). */
+		/* Every worker found nothing and none was handed a task since
+		 * (that would have un-counted it). Only the injection queue
+		 * can still receive work without un-counting (wakes from other
+		 * threads). */
 		vrt__dekker_fence(rt); /* [W5] as in park; pairs with [W4] */
 		if (vrt__inject_len(&rt->inject) == 0) {
-			/* relaxed: only the deciding worker (n == nworkers) writes. */
+			/* relaxed: only a deciding worker (n == nworkers) writes,
+			 * and only one decides at a time (the count is full). */
 			if (!atomic_load_explicit(&rt->drain_cancelled, memory_order_relaxed)) {
-				atomic_store_explicit(&rt->drain_cancelled, 1, memory_order_relaxed);
-				/* [W9] acq_rel: we leave the idle count. */
-				atomic_fetch_sub_explicit(&rt->drain_idle, 1, memory_order_acq_rel);
+				/* release: stats and tests read it. */
+				atomic_store_explicit(&rt->drain_cancelled, 1, memory_order_release);
+				drain_uncount(w);
 				/* Ask every pending task to finish; they land in our queues. */
 				vrt__registry_cancel_all(rt);
 				return false;
 			}
-			/* [W7] release: pairs with the waiters' acquire below. */
-			atomic_store_explicit(&rt->drain_done, 1, memory_order_release);
-			vrt__unpark_all(rt);
-			return true;
+			expected = rt->nworkers;
+			/* [W9] acq_rel: fails if anyone un-counted since our add. */
+			if (atomic_compare_exchange_strong_explicit(&rt->drain_idle, &expected,
+					rt->nworkers | VRT_DRAIN_DONE,
+					memory_order_acq_rel, memory_order_acquire)) {
+				w->drain_counted = false; /* the count is frozen */
+				/* [W7] release: pairs with the acquire loads above. */
+				atomic_store_explicit(&rt->drain_done, 1, memory_order_release);
+				vrt__unpark_all(rt);
+				return true;
+			}
 		}
-		/* [W9] acq_rel: we leave the idle count. */
-		atomic_fetch_sub_explicit(&rt->drain_idle, 1, memory_order_acq_rel);
+		drain_uncount(w);
 		return false;
 	}
 	vrt__park(w);
-	/* [W7] acquire: pairs with the release store above. */
-	if (atomic_load_explicit(&rt->drain_done, memory_order_acquire))
-		return true;
-	/* [W9] acq_rel: we leave the idle count. */
-	atomic_fetch_sub_explicit(&rt->drain_idle, 1, memory_order_acq_rel);
+	/* Handed a task in the park: schedule_local un-counted us already.
+	 * Either way find_work looks at our queues again, and we exit only
+	 * when they are empty and the drain is done. */
+	if (w->drain_counted)
+		drain_uncount(w);
 	return false;
 }
 
