@@ -27,6 +27,7 @@
 #include "base/time.h"
 #include "chan/chan.h"
 #include "rt/rt.h"
+#include "tests/helpers/test_config.h"
 
 #define MESSAGES 5000000ull
 #define CAP 1024
@@ -418,7 +419,7 @@ int main(int argc, char **argv)
 			continue;
 		if (wl->tasks && !rt) {
 			struct vrt_config cfg;
-			vrt_config_defaults(&cfg);
+			tcfg_rt(&cfg);
 			if (vrt_new(&cfg, &rt))
 				die("vrt_new");
 		}

@@ -24,6 +24,7 @@
 #include "base/time.h"
 #include "io/io.h"
 #include "rt/rt.h"
+#include "tests/helpers/test_config.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -176,11 +177,11 @@ static int serve(enum vio_backend b, int wfd, int rfd)
 	int port;
 	char c;
 
-	vio_config_defaults(&vc);
+	tcfg_io(&vc);
 	vc.backend = b;
 	if (vio_new(&vc, opt.workers, &io) < 0)
 		return 77;
-	vrt_config_defaults(&rc);
+	tcfg_rt(&rc);
 	rc.workers = opt.workers;
 	vio_park_ops(io, &rc.park_ops, &rc.park_ctx);
 	if (vrt_new(&rc, &rt) < 0)

@@ -39,6 +39,7 @@
 #include "base/futex.h"
 #include "base/time.h"
 #include "rt/rt.h"
+#include "tests/helpers/test_config.h"
 
 #define NUM_WORKERS 2
 #define NUM_SPAWN 10000
@@ -173,7 +174,7 @@ static struct vrt *mkrt(void)
 	struct vrt *rt;
 	int err;
 
-	vrt_config_defaults(&c);
+	tcfg_rt(&c);
 	c.workers = NUM_WORKERS;
 	c.stealing = opt.stealing;
 	c.lifo_slot = opt.lifo;

@@ -38,18 +38,6 @@ struct vio_worker *vio__self(void)
 	return tls_self;
 }
 
-void vio_config_defaults(struct vio_config *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->backend = VIO_BACKEND_AUTO;
-	cfg->ring_entries = 1024;
-	cfg->recv_buffer_size = 16384;
-	cfg->recv_buffers = 256;
-	cfg->recv_multishot = true;
-	cfg->accept_multishot = true;
-	cfg->accept_pause_ms = 100;
-}
-
 static bool pow2(unsigned x)
 {
 	return x && !(x & (x - 1));

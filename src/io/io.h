@@ -51,6 +51,10 @@ enum vio_backend {
 	VIO_BACKEND_LIBEV = 2, /* libev (epoll) */
 };
 
+/* Embedded in the daemon's struct vcfg and filled from voltd.conf's [io]
+ * section (src/voltd/cfg.c is the only place its defaults are written);
+ * tests and benchmarks fill it themselves (tests/helpers/test_config.h).
+ * vio_new copies it. */
 struct vio_config {
 	enum vio_backend backend;
 	unsigned ring_entries;     /* SQ entries per worker ring: 8..32768, power of two */
@@ -61,9 +65,6 @@ struct vio_config {
 	unsigned accept_pause_ms;  /* pause of a listener after EMFILE/ENFILE: 1..10000 */
 };
 
-/* ring_entries 1024, recv_buffer_size 16384, recv_buffers 256, multishot on,
- * accept_pause_ms 100, backend auto. */
-void vio_config_defaults(struct vio_config *cfg);
 
 /* Create the driver for `workers` runtime workers (1..256), choose the
  * backend and set up every worker's ring or loop (used from the worker

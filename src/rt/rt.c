@@ -35,25 +35,6 @@
 
 #define REG_NONE UINT32_MAX
 
-void vrt_config_defaults(struct vrt_config *cfg)
-{
-	long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->workers = n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
-	cfg->stealing = true;
-	cfg->global_interval_min = 8;
-	cfg->global_interval_max = 61;
-	cfg->global_batch_max = 64;
-	cfg->lifo_slot = true;
-	cfg->lifo_poll_cap = 3;
-	cfg->budget = 128;
-	cfg->park_timeout_ms = 10;
-	cfg->io_poll_interval = 61;
-	cfg->park_ops = NULL;
-	cfg->park_ctx = NULL;
-}
-
 static int check_config(const struct vrt_config *c)
 {
 	if (c->workers < 1 || c->workers > 256)

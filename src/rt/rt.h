@@ -165,6 +165,10 @@ struct vrt_park_ops {
 	void (*poll)(void *ctx, unsigned worker);
 };
 
+/* Embedded in the daemon's struct vcfg and filled from voltd.conf's
+ * [scheduler] section (src/voltd/cfg.c is the only place its defaults are
+ * written); tests and benchmarks fill it themselves
+ * (tests/helpers/test_config.h). vrt_new copies it. */
 struct vrt_config {
 	unsigned workers;              /* 1..256 */
 	bool stealing;
@@ -181,8 +185,6 @@ struct vrt_config {
 	void *park_ctx;
 };
 
-/* The defaults of voltd.conf's [scheduler] section, `workers` = online CPUs. */
-void vrt_config_defaults(struct vrt_config *cfg);
 
 /* Create the runtime and start its worker threads. 0 or -errno. */
 int vrt_new(const struct vrt_config *cfg, struct vrt **out);

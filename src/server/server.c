@@ -40,36 +40,6 @@
 #include <time.h>
 #include <unistd.h>
 
-void vsrv_config_defaults(struct vsrv_config *cfg)
-{
-	struct sockaddr_in *sin = (struct sockaddr_in *)&cfg->listen[0].addr;
-
-	memset(cfg, 0, sizeof(*cfg));
-	sin->sin_family = AF_INET;
-	sin->sin_port = htons(8080);
-	sin->sin_addr.s_addr = htonl(0x7f000001);
-	cfg->listen[0].len = sizeof(*sin);
-	cfg->n_listen = 1;
-	cfg->backlog = 1024;
-	cfg->max_connections = 10000;
-	cfg->header_timeout_ms = 10000;
-	cfg->body_timeout_ms = 30000;
-	cfg->idle_timeout_ms = 60000;
-	cfg->max_header_bytes = 16384;
-	cfg->max_body_bytes = 1048576;
-	cfg->max_pipeline = 64;
-	cfg->exec_tasks = 8;
-	cfg->write_tasks = 4;
-	cfg->jobs_capacity = 1024;
-	cfg->replies_capacity = 1024;
-	cfg->on_full = VSRV_ON_FULL_WAIT;
-	cfg->retry_after_s = 1;
-	cfg->spin_max_n = 1000000000ull;
-	cfg->sleep_max_ms = 60000;
-	cfg->slice_us = 50;
-	cfg->drain_timeout_ms = 10000;
-}
-
 static int check_config(const struct vsrv_config *c)
 {
 	if ((c->n_listen == 0 && c->n_fds == 0) || c->n_listen > VSRV_MAX_LISTEN)

@@ -40,7 +40,9 @@ enum vsrv_on_full {
 	VSRV_ON_FULL_SHED = 1, /* answer 503 with Retry-After at once */
 };
 
-/* Filled by the daemon from voltd.conf; vsrv_new copies it. Public. */
+/* Embedded in the daemon's struct vcfg and filled from voltd.conf's
+ * schema (src/voltd/cfg.c, the only place its defaults are written);
+ * vsrv_new copies it. Public. */
 struct vsrv_config {
 	struct {
 		struct sockaddr_storage addr;
@@ -65,12 +67,9 @@ struct vsrv_config {
 	unsigned sleep_max_ms;
 	unsigned slice_us;
 	/* vsrv_stop: how long in-flight requests may take to finish before
-	 * their connections are cut (not a config key yet: 10 s default). */
+	 * their connections are cut. */
 	unsigned drain_timeout_ms;
 };
-
-/* The defaults of voltd.conf (listen 127.0.0.1:8080, exec 8, write 4). */
-void vsrv_config_defaults(struct vsrv_config *cfg);
 
 /* Check the config, create the channels and bind the listeners (so that
  * errors such as EADDRINUSE surface before anything runs). 0 or -errno

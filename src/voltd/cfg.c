@@ -26,6 +26,12 @@ static const char *const on_full_names[] = { "wait", "shed", NULL };
 static const char *const level_names[] = { "err", "warning", "notice", "info", "debug", NULL };
 
 #define F(field) offsetof(struct vcfg, field)
+/* ENUM keys store the index of their name: the layers' enums follow the lists. */
+static_assert(VIO_BACKEND_AUTO == 0 && VIO_BACKEND_URING == 1 && VIO_BACKEND_LIBEV == 2,
+	      "backend_names follows enum vio_backend");
+static_assert(VSRV_ON_FULL_WAIT == 0 && VSRV_ON_FULL_SHED == 1, "on_full_names follows enum vsrv_on_full");
+static_assert(sizeof(enum vio_backend) == sizeof(int) && sizeof(enum vsrv_on_full) == sizeof(int),
+	      "ENUM keys are stored as int");
 #define U32MAX 4294967295u
 
 static const struct vcfg_key schema[] = {
@@ -48,6 +54,8 @@ static const struct vcfg_key schema[] = {
 	  "channel and I/O operations a task may do per poll before it yields" },
 	{ "scheduler", "park_timeout_ms", VCFG_UINT, "10", 1, 1000, 0, NULL, F(scheduler.park_timeout_ms),
 	  "longest sleep of an idle worker before it looks for work again" },
+	{ "scheduler", "io_poll_interval", VCFG_UINT, "61", 0, 4096, 0, NULL, F(scheduler.io_poll_interval),
+	  "polls between two looks at I/O completions while a worker is busy; 0 = only before parking" },
 	/* [io] */
 	{ "io", "backend", VCFG_ENUM, "auto", 0, 0, 0, backend_names, F(io.backend),
 	  "I/O backend: uring, libev, or auto (io_uring when usable, else libev)" },
@@ -57,6 +65,12 @@ static const struct vcfg_key schema[] = {
 	  "bytes per receive buffer" },
 	{ "io", "recv_buffers", VCFG_UINT, "256", 16, 32768, VCFG_F_POW2, NULL, F(io.recv_buffers),
 	  "receive buffers per worker (power of two)" },
+	{ "io", "recv_multishot", VCFG_BOOL, "on", 0, 1, 0, NULL, F(io.recv_multishot),
+	  "io_uring: one multishot receive per connection into provided buffers; off = a receive per read" },
+	{ "io", "accept_multishot", VCFG_BOOL, "on", 0, 1, 0, NULL, F(io.accept_multishot),
+	  "io_uring: one multishot accept per listener; off = an accept per connection" },
+	{ "io", "accept_pause_ms", VCFG_UINT, "100", 1, 10000, 0, NULL, F(io.accept_pause_ms),
+	  "how long a listener pauses after running out of file descriptors (EMFILE, ENFILE)" },
 	/* [server] */
 	{ "server", "listen", VCFG_LISTEN, "127.0.0.1:8080", 0, 0, 0, NULL, F(server.listen),
 	  "addresses to listen on, separated by spaces or commas (IPv4 a.b.c.d:port, IPv6 [addr]:port)" },
@@ -79,24 +93,24 @@ static const struct vcfg_key schema[] = {
 	{ "server", "drain_timeout_ms", VCFG_UINT, "10000", 1, 3600000, 0, NULL, F(server.drain_timeout_ms),
 	  "on SIGTERM, time to finish in-flight requests before connections are cut" },
 	/* [stages] */
-	{ "stages", "exec_tasks", VCFG_UINT, "auto", 1, 4096, VCFG_F_AUTO, NULL, F(stages.exec_tasks),
+	{ "stages", "exec_tasks", VCFG_UINT, "auto", 1, 4096, VCFG_F_AUTO, NULL, F(server.exec_tasks),
 	  "executor tasks; auto = 4 per worker" },
-	{ "stages", "write_tasks", VCFG_UINT, "auto", 1, 4096, VCFG_F_AUTO, NULL, F(stages.write_tasks),
+	{ "stages", "write_tasks", VCFG_UINT, "auto", 1, 4096, VCFG_F_AUTO, NULL, F(server.write_tasks),
 	  "writer tasks; auto = 2 per worker" },
-	{ "stages", "jobs_capacity", VCFG_UINT, "1024", 1, 1048576, 0, NULL, F(stages.jobs_capacity),
+	{ "stages", "jobs_capacity", VCFG_UINT, "1024", 1, 1048576, 0, NULL, F(server.jobs_capacity),
 	  "capacity of the jobs channel (parse -> exec)" },
-	{ "stages", "replies_capacity", VCFG_UINT, "1024", 1, 1048576, 0, NULL, F(stages.replies_capacity),
+	{ "stages", "replies_capacity", VCFG_UINT, "1024", 1, 1048576, 0, NULL, F(server.replies_capacity),
 	  "capacity of the replies channel (exec -> write)" },
-	{ "stages", "on_full", VCFG_ENUM, "wait", 0, 0, 0, on_full_names, F(stages.on_full),
+	{ "stages", "on_full", VCFG_ENUM, "wait", 0, 0, 0, on_full_names, F(server.on_full),
 	  "when jobs is full: wait (stop reading: back pressure) or shed (503 at once)" },
-	{ "stages", "retry_after_s", VCFG_UINT, "1", 0, 3600, 0, NULL, F(stages.retry_after_s),
+	{ "stages", "retry_after_s", VCFG_UINT, "1", 0, 3600, 0, NULL, F(server.retry_after_s),
 	  "Retry-After seconds of a shed 503" },
 	/* [jobs] */
-	{ "jobs", "spin_max_n", VCFG_U64, "1000000000", 1, 1000000000000ull, 0, NULL, F(jobs.spin_max_n),
+	{ "jobs", "spin_max_n", VCFG_U64, "1000000000", 1, 1000000000000ull, 0, NULL, F(server.spin_max_n),
 	  "largest n of /v1/spin (400 above)" },
-	{ "jobs", "sleep_max_ms", VCFG_UINT, "60000", 1, 3600000, 0, NULL, F(jobs.sleep_max_ms),
+	{ "jobs", "sleep_max_ms", VCFG_UINT, "60000", 1, 3600000, 0, NULL, F(server.sleep_max_ms),
 	  "largest ms of /v1/sleep (400 above)" },
-	{ "jobs", "slice_us", VCFG_UINT, "50", 1, 100000, 0, NULL, F(jobs.slice_us),
+	{ "jobs", "slice_us", VCFG_UINT, "50", 1, 100000, 0, NULL, F(server.slice_us),
 	  "work a long job does before it yields its worker (microseconds)" },
 	/* [control] */
 	{ "control", "socket", VCFG_STRING, "/run/voltd/control.sock", 1, 107, 0, NULL, F(control.socket),
@@ -178,7 +192,14 @@ static bool parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
-static int parse_listen_one(const char *tok, struct vcfg_listen *l)
+/* One parsed server.listen address. */
+struct listen_addr {
+	struct sockaddr_storage addr;
+	socklen_t len;
+	char text[sizeof(((struct vcfg *)0)->listen_text[0])];
+};
+
+static int parse_listen_one(const char *tok, struct listen_addr *l)
 {
 	char host[64];
 	const char *colon, *port_s;
@@ -316,7 +337,7 @@ int vcfg_set(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
 		return 0;
 	}
 	case VCFG_LISTEN: {
-		struct vcfg_listen tmp[VCFG_MAX_LISTEN];
+		struct listen_addr tmp[VCFG_MAX_LISTEN];
 		unsigned n = 0;
 		char *copy = strdup(value), *save = NULL;
 		int rc = 0;
@@ -342,7 +363,11 @@ int vcfg_set(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
 			rc = -EINVAL;
 		}
 		if (rc == 0) {
-			memcpy(cfg->server.listen, tmp, n * sizeof(tmp[0]));
+			for (unsigned i = 0; i < n; i++) {
+				cfg->server.listen[i].addr = tmp[i].addr;
+				cfg->server.listen[i].len = tmp[i].len;
+				memcpy(cfg->listen_text[i], tmp[i].text, sizeof(cfg->listen_text[i]));
+			}
 			cfg->server.n_listen = n;
 		}
 		return rc;
@@ -393,7 +418,7 @@ void vcfg_format(const struct vcfg *cfg, const struct vcfg_key *k, char *buf, si
 		buf[0] = '\0';
 		for (unsigned i = 0; i < cfg->server.n_listen && off < len; i++)
 			off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? " " : "",
-						cfg->server.listen[i].text);
+						cfg->listen_text[i]);
 		break;
 	}
 	}
@@ -643,8 +668,8 @@ int vcfg_validate(const struct vcfg *cfg, const char *where, struct vcfg_errors 
 	}
 	for (unsigned i = 0; i < cfg->server.n_listen; i++)
 		for (unsigned j = 0; j < i; j++)
-			if (strcmp(cfg->server.listen[i].text, cfg->server.listen[j].text) == 0) {
-				add_err(err, "%s: server.listen: %s is listed twice", where, cfg->server.listen[i].text);
+			if (strcmp(cfg->listen_text[i], cfg->listen_text[j]) == 0) {
+				add_err(err, "%s: server.listen: %s is listed twice", where, cfg->listen_text[i]);
 				n++;
 			}
 	return n;
@@ -680,8 +705,8 @@ void vcfg_resolve(struct vcfg *cfg)
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 		cfg->scheduler.workers = n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
 	}
-	if (cfg->stages.exec_tasks == VCFG_AUTO)
-		cfg->stages.exec_tasks = 4 * cfg->scheduler.workers;
-	if (cfg->stages.write_tasks == VCFG_AUTO)
-		cfg->stages.write_tasks = 2 * cfg->scheduler.workers;
+	if (cfg->server.exec_tasks == VCFG_AUTO)
+		cfg->server.exec_tasks = 4 * cfg->scheduler.workers;
+	if (cfg->server.write_tasks == VCFG_AUTO)
+		cfg->server.write_tasks = 2 * cfg->scheduler.workers;
 }

@@ -17,57 +17,28 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
-#define VCFG_MAX_LISTEN 16
+#include "io/io.h"
+#include "rt/rt.h"
+#include "server/server.h"
+
+#define VCFG_MAX_LISTEN VSRV_MAX_LISTEN
 #define VCFG_AUTO 0 /* value of an "auto" count before it is resolved */
 
-enum vcfg_backend { VCFG_BACKEND_AUTO, VCFG_BACKEND_URING, VCFG_BACKEND_LIBEV };
-enum vcfg_on_full { VCFG_ON_FULL_WAIT, VCFG_ON_FULL_SHED };
-
-struct vcfg_listen {
-	struct sockaddr_storage addr;
-	socklen_t len;
-	char text[80]; /* as written, normalised: "127.0.0.1:8080", "[::1]:8080" */
-};
-
+/*
+ * The configuration. The layers' config structs are embedded, so the schema
+ * (cfg.c) fills them directly and the daemon hands them to vrt_new, vio_new
+ * and vsrv_new as they are: the schema is the only place a default is
+ * written, and no field is copied by hand. Sections map onto them:
+ * [scheduler] -> scheduler, [io] -> io, [server], [stages] and [jobs] ->
+ * server. Fields that are not keys (park_ops, fds, ...) are zero here and
+ * set by the daemon at start.
+ */
 struct vcfg {
-	struct {
-		unsigned workers; /* VCFG_AUTO: online CPUs (vcfg_resolve) */
-		bool stealing;
-		unsigned global_interval_min, global_interval_max;
-		unsigned global_batch_max;
-		bool lifo_slot;
-		unsigned lifo_poll_cap;
-		unsigned budget;
-		unsigned park_timeout_ms;
-	} scheduler;
-	struct {
-		enum vcfg_backend backend;
-		unsigned ring_entries;
-		unsigned recv_buffer_size;
-		unsigned recv_buffers;
-	} io;
-	struct {
-		struct vcfg_listen listen[VCFG_MAX_LISTEN];
-		unsigned n_listen;
-		unsigned backlog;
-		unsigned max_connections;
-		unsigned header_timeout_ms, body_timeout_ms, idle_timeout_ms;
-		unsigned max_header_bytes;
-		unsigned max_body_bytes;
-		unsigned max_pipeline;
-		unsigned drain_timeout_ms;
-	} server;
-	struct {
-		unsigned exec_tasks, write_tasks; /* VCFG_AUTO: from workers */
-		unsigned jobs_capacity, replies_capacity;
-		enum vcfg_on_full on_full;
-		unsigned retry_after_s;
-	} stages;
-	struct {
-		uint64_t spin_max_n;
-		unsigned sleep_max_ms;
-		unsigned slice_us;
-	} jobs;
+	struct vrt_config scheduler;  /* workers: VCFG_AUTO = online CPUs (vcfg_resolve) */
+	struct vio_config io;
+	struct vsrv_config server;    /* exec_tasks, write_tasks: VCFG_AUTO = from workers */
+	char listen_text[VCFG_MAX_LISTEN][80]; /* server.listen as written, normalised:
+						* "127.0.0.1:8080", "[::1]:8080" */
 	struct {
 		char socket[108];
 		unsigned mode;

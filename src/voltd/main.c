@@ -245,19 +245,11 @@ static int wait_signals(int sfd, const struct vd_opts *o, struct vcfg *cfg, stru
 /* Rung 4: the I/O driver, one ring (or libev loop) per worker. */
 static int io_start(const struct vcfg *cfg, struct vio **io)
 {
-	struct vio_config ic;
-	int rc;
+	int rc = vio_new(&cfg->io, cfg->scheduler.workers, io);
 
-	vio_config_defaults(&ic);
-	ic.backend = cfg->io.backend == VCFG_BACKEND_URING ? VIO_BACKEND_URING :
-		     cfg->io.backend == VCFG_BACKEND_LIBEV ? VIO_BACKEND_LIBEV : VIO_BACKEND_AUTO;
-	ic.ring_entries = cfg->io.ring_entries;
-	ic.recv_buffer_size = cfg->io.recv_buffer_size;
-	ic.recv_buffers = cfg->io.recv_buffers;
-	rc = vio_new(&ic, cfg->scheduler.workers, io);
 	if (rc < 0) {
 		vb_err("io: cannot start the %s backend: %s",
-		       cfg->io.backend == VCFG_BACKEND_URING ? "uring" : "I/O", strerror(-rc));
+		       cfg->io.backend == VIO_BACKEND_URING ? "uring" : "I/O", strerror(-rc));
 		return rc;
 	}
 	vb_notice("io: backend=%s (%s)", vio_backend_name(*io), vio_backend_reason(*io));
@@ -265,28 +257,18 @@ static int io_start(const struct vcfg *cfg, struct vio **io)
 }
 
 /* Rung 5: the runtime, parking in the I/O driver. */
-static int rt_start(const struct vcfg *cfg, struct vio *io, struct vrt **rt)
+static int rt_start(struct vcfg *cfg, struct vio *io, struct vrt **rt)
 {
-	struct vrt_config rc_;
 	int rc;
 
-	vrt_config_defaults(&rc_);
-	rc_.workers = cfg->scheduler.workers;
-	rc_.stealing = cfg->scheduler.stealing;
-	rc_.global_interval_min = cfg->scheduler.global_interval_min;
-	rc_.global_interval_max = cfg->scheduler.global_interval_max;
-	rc_.global_batch_max = cfg->scheduler.global_batch_max;
-	rc_.lifo_slot = cfg->scheduler.lifo_slot;
-	rc_.lifo_poll_cap = cfg->scheduler.lifo_poll_cap;
-	rc_.budget = cfg->scheduler.budget;
-	rc_.park_timeout_ms = cfg->scheduler.park_timeout_ms;
-	vio_park_ops(io, &rc_.park_ops, &rc_.park_ctx);
-	rc = vrt_new(&rc_, rt);
+	vio_park_ops(io, &cfg->scheduler.park_ops, &cfg->scheduler.park_ctx);
+	rc = vrt_new(&cfg->scheduler, rt);
 	if (rc < 0) {
-		vb_err("runtime: cannot start %u workers: %s", rc_.workers, strerror(-rc));
+		vb_err("runtime: cannot start %u workers: %s", cfg->scheduler.workers, strerror(-rc));
 		return rc;
 	}
-	vb_notice("runtime: %u workers, stealing %s", rc_.workers, rc_.stealing ? "on" : "off");
+	vb_notice("runtime: %u workers, stealing %s", cfg->scheduler.workers,
+		  cfg->scheduler.stealing ? "on" : "off");
 	return 0;
 }
 
@@ -302,34 +284,9 @@ static void rt_apply_live(struct vrt *rt, const struct vcfg *cfg)
 /* Rung 6: the server (listeners, stages), on the runtime and the I/O driver. */
 static int srv_start(const struct vcfg *cfg, struct vrt *rt, struct vio *io, struct vsrv **srv)
 {
-	struct vsrv_config sc;
 	int rc;
 
-	vsrv_config_defaults(&sc);
-	for (unsigned i = 0; i < cfg->server.n_listen; i++) {
-		sc.listen[i].addr = cfg->server.listen[i].addr;
-		sc.listen[i].len = cfg->server.listen[i].len;
-	}
-	sc.n_listen = cfg->server.n_listen;
-	sc.backlog = cfg->server.backlog;
-	sc.max_connections = cfg->server.max_connections;
-	sc.header_timeout_ms = cfg->server.header_timeout_ms;
-	sc.body_timeout_ms = cfg->server.body_timeout_ms;
-	sc.idle_timeout_ms = cfg->server.idle_timeout_ms;
-	sc.max_header_bytes = cfg->server.max_header_bytes;
-	sc.max_body_bytes = cfg->server.max_body_bytes;
-	sc.max_pipeline = cfg->server.max_pipeline;
-	sc.drain_timeout_ms = cfg->server.drain_timeout_ms;
-	sc.exec_tasks = cfg->stages.exec_tasks;
-	sc.write_tasks = cfg->stages.write_tasks;
-	sc.jobs_capacity = cfg->stages.jobs_capacity;
-	sc.replies_capacity = cfg->stages.replies_capacity;
-	sc.on_full = cfg->stages.on_full == VCFG_ON_FULL_SHED ? VSRV_ON_FULL_SHED : VSRV_ON_FULL_WAIT;
-	sc.retry_after_s = cfg->stages.retry_after_s;
-	sc.spin_max_n = cfg->jobs.spin_max_n;
-	sc.sleep_max_ms = cfg->jobs.sleep_max_ms;
-	sc.slice_us = cfg->jobs.slice_us;
-	rc = vsrv_new(&sc, rt, io, srv);
+	rc = vsrv_new(&cfg->server, rt, io, srv);
 	if (rc < 0) {
 		vb_err("server: cannot listen: %s", strerror(-rc));
 		return rc;
@@ -340,7 +297,7 @@ static int srv_start(const struct vcfg *cfg, struct vrt *rt, struct vio *io, str
 		return rc;
 	}
 	for (unsigned i = 0; i < vsrv_listener_count(*srv); i++)
-		vb_notice("server: listening on %s (port %d)", cfg->server.listen[i].text,
+		vb_notice("server: listening on %s (port %d)", cfg->listen_text[i],
 			  vsrv_port(*srv, i));
 	return 0;
 }

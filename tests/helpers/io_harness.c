@@ -11,6 +11,7 @@
 #include "base/compiler.h"
 #include "base/rng.h"
 #include "base/time.h"
+#include "tests/helpers/test_config.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -121,7 +122,7 @@ void ioh_start(struct ioh *h, unsigned workers, const struct vio_config *vcfg,
 	if (vcfg) {
 		vc = *vcfg;
 	} else {
-		vio_config_defaults(&vc);
+		tcfg_io(&vc);
 		vc.backend = ioh_backend();
 	}
 	r = vio_new(&vc, workers, &h->io);
@@ -143,7 +144,7 @@ void ioh_start(struct ioh *h, unsigned workers, const struct vio_config *vcfg,
 	if (rcfg)
 		rc = *rcfg;
 	else
-		vrt_config_defaults(&rc);
+		tcfg_rt(&rc);
 	rc.workers = workers;
 	vio_park_ops(h->io, &rc.park_ops, &rc.park_ctx);
 	r = vrt_new(&rc, &h->rt);

@@ -5,6 +5,8 @@ import os
 import re
 import signal
 
+import pytest
+
 from conftest import SRCDIR, run_voltd
 
 EX_CONFIG = 78
@@ -156,3 +158,29 @@ def test_sighup_keeps_running_config_on_error(daemon, tmp_path):
     d.wait_log("reload: configuration re-read")
     assert d.proc.poll() is None
     assert d.stop() == 0
+
+
+SCHEMA_ROW = re.compile(r'\{\s*"(\w+)",\s*"(\w+)",\s*VCFG_\w+,\s*"([^"]*)"')
+
+
+def test_no_file_runs_with_the_schema_defaults():
+    """With no configuration file, -T prints exactly the defaults written in
+    the schema table of src/voltd/cfg.c (read here from the source, the one
+    place a default is written). The layers' config structs are embedded in
+    struct vcfg and handed to vrt_new / vio_new / vsrv_new as they are, so
+    these are the values the daemon runs with."""
+    r = run_voltd("-T")
+    if "(embedded defaults)" not in r.stdout:
+        pytest.skip("a default configuration file exists on this machine: %s" % r.stdout.splitlines()[-1:])
+    assert r.returncode == 0, r.stderr
+    with open(os.path.join(SRCDIR, "src", "voltd", "cfg.c")) as f:
+        rows = SCHEMA_ROW.findall(f.read())
+    assert len(rows) > 30, "schema rows not found in src/voltd/cfg.c"
+    want, section = [], None
+    for sec, key, default in rows:
+        if sec != section:
+            want += ([""] if section else []) + ["[%s]" % sec]
+            section = sec
+        want.append("%s = %s" % (key, default))
+    want.append("configuration OK (embedded defaults)")
+    assert r.stdout.splitlines() == want

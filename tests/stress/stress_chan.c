@@ -24,6 +24,7 @@
 #include "base/time.h"
 #include "chan/internal.h"
 #include "rt/rt.h"
+#include "tests/helpers/test_config.h"
 
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define SAN_SLOWDOWN 5   /* sanitizers: fewer messages, longer stall limit */
@@ -481,7 +482,7 @@ int main(void)
 	fflush(stdout);
 	atomic_store(&scen_name, "start");
 
-	vrt_config_defaults(&cfg);
+	tcfg_rt(&cfg);
 	cfg.workers = 3;   /* more workers than CPUs: more interleavings */
 	rc = vrt_new(&cfg, &rt);
 	if (rc) {

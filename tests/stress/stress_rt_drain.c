@@ -93,7 +93,7 @@ int main(void)
 		SH_CHECK(x, "out of memory");
 		vb_event_init(&evs[0]);
 		vb_event_init(&evs[1]);
-		vrt_config_defaults(&c);
+		tcfg_rt(&c);
 		c.workers = 2;
 		c.park_timeout_ms = 1;
 		c.park_ops = &d_ops;

@@ -16,6 +16,7 @@
 #include "base/futex.h"
 #include "base/rng.h"
 #include "base/time.h"
+#include "tests/helpers/test_config.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -189,7 +190,7 @@ SH_FN struct vrt *sh_rt_new(unsigned workers, bool strict, void (*tweak)(struct 
 	struct vrt *rt;
 	int err;
 
-	vrt_config_defaults(&c);
+	tcfg_rt(&c);
 	c.workers = workers;
 	if (strict) {
 		for (unsigned i = 0; i < 256; i++)

@@ -19,6 +19,7 @@
 #include <syslog.h>
 
 #include "voltd/cfg.h"
+#include "tests/helpers/test_config.h"
 
 static int load(struct vcfg *cfg, const char *text, struct vcfg_errors *err)
 {
@@ -81,17 +82,17 @@ static void test_good_file(void **state)
 	assert_int_equal(cfg.scheduler.global_interval_min, 10);
 	assert_int_equal(cfg.scheduler.global_interval_max, 20);
 	assert_int_equal(cfg.scheduler.budget, 64);
-	assert_int_equal(cfg.io.backend, VCFG_BACKEND_LIBEV);
+	assert_int_equal(cfg.io.backend, VIO_BACKEND_LIBEV);
 	assert_int_equal(cfg.io.ring_entries, 1024);
 	assert_int_equal(cfg.server.n_listen, 2);
-	assert_string_equal(cfg.server.listen[0].text, "127.0.0.1:9000");
-	assert_string_equal(cfg.server.listen[1].text, "[::1]:9001");
+	assert_string_equal(cfg.listen_text[0], "127.0.0.1:9000");
+	assert_string_equal(cfg.listen_text[1], "[::1]:9001");
 	assert_int_equal(cfg.server.listen[1].addr.ss_family, AF_INET6);
 	assert_int_equal(ntohs(((struct sockaddr_in *)&cfg.server.listen[0].addr)->sin_port), 9000);
 	assert_int_equal(cfg.server.max_body_bytes, 0);
-	assert_int_equal(cfg.stages.on_full, VCFG_ON_FULL_SHED);
-	assert_int_equal(cfg.stages.exec_tasks, 7);
-	assert_true(cfg.jobs.spin_max_n == 5000000000ull);
+	assert_int_equal(cfg.server.on_full, VSRV_ON_FULL_SHED);
+	assert_int_equal(cfg.server.exec_tasks, 7);
+	assert_true(cfg.server.spin_max_n == 5000000000ull);
 	assert_string_equal(cfg.control.socket, "/tmp/x.sock");
 	assert_int_equal(cfg.control.mode, 0600);
 	assert_string_equal(cfg.control.group, "adm");
@@ -117,48 +118,53 @@ static void test_every_default(void **state)
 		assert_non_null(k[i].doc);
 		assert_true(strlen(k[i].doc) > 10);
 	}
-	/* Spot-check the typed values against the starting schema. */
+	/* The values behind the text: "auto" counts and "none" are stored as
+	 * 0 / "", and the layer structs are filled in place (no copy). */
 	assert_int_equal(cfg.scheduler.workers, VCFG_AUTO);
-	assert_true(cfg.scheduler.stealing);
-	assert_int_equal(cfg.scheduler.global_interval_min, 8);
-	assert_int_equal(cfg.scheduler.global_interval_max, 255);
-	assert_int_equal(cfg.scheduler.global_batch_max, 64);
-	assert_true(cfg.scheduler.lifo_slot);
-	assert_int_equal(cfg.scheduler.lifo_poll_cap, 3);
-	assert_int_equal(cfg.scheduler.budget, 128);
-	assert_int_equal(cfg.scheduler.park_timeout_ms, 10);
-	assert_int_equal(cfg.io.backend, VCFG_BACKEND_AUTO);
-	assert_int_equal(cfg.io.ring_entries, 4096);
-	assert_int_equal(cfg.io.recv_buffer_size, 16384);
-	assert_int_equal(cfg.io.recv_buffers, 256);
-	assert_int_equal(cfg.server.n_listen, 1);
-	assert_string_equal(cfg.server.listen[0].text, "127.0.0.1:8080");
-	assert_int_equal(cfg.server.backlog, 1024);
-	assert_int_equal(cfg.server.max_connections, 10000);
-	assert_int_equal(cfg.server.header_timeout_ms, 10000);
-	assert_int_equal(cfg.server.body_timeout_ms, 30000);
-	assert_int_equal(cfg.server.idle_timeout_ms, 60000);
-	assert_int_equal(cfg.server.max_header_bytes, 16384);
-	assert_int_equal(cfg.server.max_body_bytes, 1048576);
-	assert_int_equal(cfg.server.max_pipeline, 64);
-	assert_int_equal(cfg.server.drain_timeout_ms, 10000);
-	assert_int_equal(cfg.stages.exec_tasks, VCFG_AUTO);
-	assert_int_equal(cfg.stages.write_tasks, VCFG_AUTO);
-	assert_int_equal(cfg.stages.jobs_capacity, 1024);
-	assert_int_equal(cfg.stages.replies_capacity, 1024);
-	assert_int_equal(cfg.stages.on_full, VCFG_ON_FULL_WAIT);
-	assert_int_equal(cfg.stages.retry_after_s, 1);
-	assert_true(cfg.jobs.spin_max_n == 1000000000ull);
-	assert_int_equal(cfg.jobs.sleep_max_ms, 60000);
-	assert_string_equal(cfg.control.socket, "/run/voltd/control.sock");
-	assert_int_equal(cfg.control.mode, 0660);
+	assert_int_equal(cfg.server.exec_tasks, VCFG_AUTO);
+	assert_int_equal(cfg.server.write_tasks, VCFG_AUTO);
 	assert_string_equal(cfg.control.group, "");
-	assert_int_equal(cfg.log.level, LOG_INFO);
+	assert_int_equal(cfg.server.n_listen, 1);
+	assert_int_equal(cfg.server.listen[0].len, sizeof(struct sockaddr_in));
+	assert_null(cfg.scheduler.park_ops);
+	assert_int_equal(cfg.server.n_fds, 0);
 
 	vcfg_resolve(&cfg);
 	assert_true(cfg.scheduler.workers >= 1);
-	assert_int_equal(cfg.stages.exec_tasks, 4 * cfg.scheduler.workers);
-	assert_int_equal(cfg.stages.write_tasks, 2 * cfg.scheduler.workers);
+	assert_int_equal(cfg.server.exec_tasks, 4 * cfg.scheduler.workers);
+	assert_int_equal(cfg.server.write_tasks, 2 * cfg.scheduler.workers);
+}
+
+/* tests/helpers/test_config.h (what rt, chan and io tests and the
+ * benchmarks run with) sets the schema's values: every [scheduler] and [io]
+ * key but workers formats the same from both. */
+static void test_test_config_matches_schema(void **state)
+{
+	struct vcfg want, got;
+	size_t n;
+	const struct vcfg_key *k = vcfg_schema(&n);
+	char a[256], b[256];
+
+	(void)state;
+	vcfg_defaults(&want);
+	got = want;
+	tcfg_rt(&got.scheduler);
+	tcfg_io(&got.io);
+	got.scheduler.workers = want.scheduler.workers;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(k[i].section, "scheduler") != 0 && strcmp(k[i].section, "io") != 0)
+			continue;
+		vcfg_format(&want, &k[i], a, sizeof(a));
+		vcfg_format(&got, &k[i], b, sizeof(b));
+		if (strcmp(a, b) != 0) {
+			print_error("%s.%s: schema %s, tests/helpers/test_config.h %s\n", k[i].section, k[i].name,
+				    a, b);
+			fail();
+		}
+	}
+	/* Nothing else: the fields that are not keys stay zero in both. */
+	assert_memory_equal(&got.scheduler, &want.scheduler, sizeof(want.scheduler));
+	assert_memory_equal(&got.io, &want.io, sizeof(want.io));
 }
 
 static void test_unknown_key_suggests(void **state)
@@ -275,7 +281,7 @@ static void test_overrides(void **state)
 	assert_int_equal(vcfg_override(&cfg, "scheduler.budget=77", &err), 0);
 	assert_int_equal(cfg.scheduler.budget, 77);
 	assert_int_equal(vcfg_override(&cfg, "server.listen=[::1]:8081", &err), 0);
-	assert_string_equal(cfg.server.listen[0].text, "[::1]:8081");
+	assert_string_equal(cfg.listen_text[0], "[::1]:8081");
 	assert_int_equal(vcfg_override(&cfg, "control.socket=./run/c.sock", &err), 0);
 	assert_string_equal(cfg.control.socket, "./run/c.sock");
 	assert_int_equal(err.n, 0);
@@ -320,7 +326,7 @@ static void test_dump_roundtrip(void **state)
 	assert_int_equal(b.scheduler.workers, 5);
 	assert_false(b.scheduler.stealing);
 	assert_int_equal(b.server.n_listen, 2);
-	assert_string_equal(b.server.listen[1].text, "[::]:2");
+	assert_string_equal(b.listen_text[1], "[::]:2");
 	assert_int_equal(b.log.level, LOG_WARNING);
 	free(text);
 }
@@ -390,6 +396,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good_file),
 		cmocka_unit_test(test_every_default),
+		cmocka_unit_test(test_test_config_matches_schema),
 		cmocka_unit_test(test_unknown_key_suggests),
 		cmocka_unit_test(test_unknown_section),
 		cmocka_unit_test(test_duplicate_key),

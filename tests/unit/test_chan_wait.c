@@ -26,6 +26,7 @@
 #include "base/time.h"
 #include "chan/internal.h"
 #include "rt/rt.h"
+#include "tests/helpers/test_config.h"
 
 #define WAIT_LIMIT_NS (10 * 1000 * VB_NS_PER_MS)
 
@@ -321,7 +322,7 @@ static int rt_setup(void **state)
 {
 	struct vrt_config cfg;
 
-	vrt_config_defaults(&cfg);
+	tcfg_rt(&cfg);
 	cfg.workers = 1;
 	return vrt_new(&cfg, &rt);
 }

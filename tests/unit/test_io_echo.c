@@ -23,6 +23,7 @@
 #include "tests/helpers/io_harness.h"
 #include "base/time.h"
 #include "io/internal.h"
+#include "tests/helpers/test_config.h"
 
 static uint64_t seed(void)
 {
@@ -120,7 +121,7 @@ static void test_echo_plain(void **state)
 	bool tsan = ioh_under_tsan();
 
 	(void)state;
-	vio_config_defaults(&c);
+	tcfg_io(&c);
 	c.backend = ioh_backend();
 	c.recv_multishot = false;
 	c.accept_multishot = false;
@@ -135,7 +136,7 @@ static void test_echo_few_buffers(void **state)
 	bool tsan = ioh_under_tsan();
 
 	(void)state;
-	vio_config_defaults(&c);
+	tcfg_io(&c);
 	c.backend = ioh_backend();
 	c.recv_buffers = 8;
 	c.recv_buffer_size = 512;
@@ -153,7 +154,7 @@ static void tiny_ring(bool busy)
 	struct ioh_client_opts o;
 	struct ioh_client_result res;
 
-	vio_config_defaults(&c);
+	tcfg_io(&c);
 	c.backend = ioh_backend();
 	c.ring_entries = 8;
 	if (busy) {

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "io/io.h"
+#include "tests/helpers/test_config.h"
 
 static char builddir[PATH_MAX];
 static char self[PATH_MAX];
@@ -101,7 +102,7 @@ static int check_driver(void)
 	struct vio *io;
 	int r;
 
-	vio_config_defaults(&c);
+	tcfg_io(&c);
 	c.backend = VIO_BACKEND_URING;
 	r = vio_new(&c, 2, &io);
 	if (r != -EPERM) {

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "tests/helpers/io_harness.h"
+#include "tests/helpers/test_config.h"
 #include "io/internal.h"
 #include "base/time.h"
 
@@ -61,7 +62,7 @@ static bool uring_usable(void)
 	struct vio *io;
 
 	vio__uring_hide_features = 0;
-	vio_config_defaults(&c);
+	tcfg_io(&c);
 	c.backend = VIO_BACKEND_URING;
 	if (vio_new(&c, 1, &io) < 0)
 		return false;
@@ -80,7 +81,7 @@ static void check_hidden(uint32_t feature, const char *name)
 	if (!uring_usable())
 		skip();
 	vio__uring_hide_features = feature;
-	vio_config_defaults(&c);
+	tcfg_io(&c);
 	c.backend = VIO_BACKEND_AUTO;
 	ioh_start(&h, 2, &c, NULL);
 	for (int i = 0; i < SLEEPERS; i++) {

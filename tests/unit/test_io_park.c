@@ -24,6 +24,7 @@
 #include "tests/helpers/io_harness.h"
 #include "base/rng.h"
 #include "base/time.h"
+#include "tests/helpers/test_config.h"
 
 #define MS VB_NS_PER_MS
 
@@ -31,7 +32,7 @@ static void start(struct ioh *h, struct ioh_echo *e)
 {
 	struct vrt_config rc;
 
-	vrt_config_defaults(&rc);
+	tcfg_rt(&rc);
 	rc.park_timeout_ms = 1000;
 	ioh_start(h, 2, NULL, &rc);
 	memset(e, 0, sizeof(*e));

@@ -22,6 +22,7 @@
 #include "tests/helpers/io_harness.h"
 #include "base/rng.h"
 #include "base/time.h"
+#include "tests/helpers/test_config.h"
 
 #define MS VB_NS_PER_MS
 
@@ -303,7 +304,7 @@ static void test_rearm_from_other_worker(void **state)
 	struct mover *m;
 
 	(void)state;
-	vrt_config_defaults(&rc);
+	tcfg_rt(&rc);
 	rc.park_timeout_ms = 1000; /* a missed kick would show as ~1 s */
 	ioh_start(&h, 2, NULL, &rc);
 	m = ioh_task_new(sizeof(*m), mover_poll, NULL);

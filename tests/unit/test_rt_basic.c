@@ -10,6 +10,7 @@
 #include "base/compiler.h"
 #include "base/futex.h"
 #include "base/time.h"
+#include "tests/helpers/test_config.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -74,7 +75,7 @@ static struct vrt *mkrt(unsigned workers)
 	struct vrt_config c;
 	struct vrt *rt;
 
-	vrt_config_defaults(&c);
+	tcfg_rt(&c);
 	c.workers = workers;
 	assert_int_equal(vrt_new(&c, &rt), 0);
 	return rt;
@@ -432,10 +433,10 @@ static void test_config_and_tunables(void **st)
 	struct vrt *rt;
 
 	(void)st;
-	vrt_config_defaults(&c);
+	tcfg_rt(&c);
 	c.workers = 0;
 	assert_int_equal(vrt_new(&c, &rt), -EINVAL);
-	vrt_config_defaults(&c);
+	tcfg_rt(&c);
 	c.global_interval_min = 100;
 	c.global_interval_max = 50;
 	assert_int_equal(vrt_new(&c, &rt), -EINVAL);
@@ -547,7 +548,7 @@ static void test_park_ops(void **st)
 	memset(&h, 0, sizeof(h));
 	for (int i = 0; i < 4; i++)
 		vb_event_init(&h.ev[i]);
-	vrt_config_defaults(&c);
+	tcfg_rt(&c);
 	c.workers = 3;
 	c.park_ops = &hook_ops;
 	c.park_ctx = &h;
