@@ -16,7 +16,9 @@
  *     a send that nothing but the next request waits for finishes quietly
  *     (no wakeup: it is collected when that request arrives);
  *   - keeps one lazily armed timer for the header, body, idle, send and
- *     linger deadlines, and closes when the exchange is over.
+ *     linger deadlines, and closes when the exchange is over (the send
+ *     deadline moves while the client acknowledges bytes: send_timeout_ms
+ *     bounds a send without progress, not a long one).
  *
  * Threading: everything below `task-private` in struct vsrv_conn belongs to
  * the task (one poll at a time, any worker). Writers touch only the slots,
@@ -36,6 +38,8 @@
 #include "base/time.h"
 
 #include <errno.h>
+#include <linux/tcp.h> /* struct tcp_info with tcpi_bytes_acked */
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -262,7 +266,32 @@ static int64_t read_deadline(const struct vsrv_conn *c)
 
 static int64_t send_deadline(const struct vsrv_conn *c)
 {
-	return c->tx_busy ? c->tx_since + ms(c->srv->cfg.idle_timeout_ms) : 0;
+	return c->tx_busy ? c->tx_mark + ms(c->srv->cfg.send_timeout_ms) : 0;
+}
+
+/*
+ * The send deadline passed: did the client take anything since the last
+ * look? Progress is the socket's acknowledged byte count (TCP_INFO), read
+ * only here, never per request. The first look of a batch has nothing to
+ * compare with and counts as progress, so a stalled send is cut between
+ * one and two send_timeout_ms after its last progress. A socket without
+ * TCP_INFO (not TCP) never shows progress: cut at the first deadline.
+ */
+static bool send_progressed(struct vsrv_conn *c, int64_t now)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+	bool first = !c->tx_looked;
+
+	if (getsockopt(c->io.fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
+	    len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked))
+		return false;
+	c->tx_looked = true;
+	if (!first && ti.tcpi_bytes_acked == c->tx_acked)
+		return false;
+	c->tx_acked = ti.tcpi_bytes_acked;
+	c->tx_mark = now;
+	return true;
 }
 
 static int64_t dl_min(int64_t a, int64_t b)
@@ -276,7 +305,7 @@ static bool conn_timeouts(struct vsrv_conn *c, int64_t now)
 	struct vsrv *srv = c->srv;
 	int64_t rd = read_deadline(c), sd = send_deadline(c);
 
-	if (sd && now >= sd) {
+	if (sd && now >= sd && !send_progressed(c, now)) {
 		VSRV_INC(srv, timeouts_send);
 		conn_abort(c, "send timeout");
 		return true;
@@ -442,8 +471,10 @@ static enum vrt_poll conn_send(struct vsrv_conn *c, int64_t now, bool *progress)
 	ssize_t res;
 	enum vrt_poll p;
 
-	if (!c->tx_busy)
-		c->tx_since = now;
+	if (!c->tx_busy) {
+		c->tx_since = c->tx_mark = now;
+		c->tx_looked = false;
+	}
 	p = vio_conn_sendv(&c->io, c->out.iov, c->out.niov, &res);
 	if (p == VRT_PENDING) {
 		c->tx_busy = true;

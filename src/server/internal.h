@@ -176,6 +176,9 @@ struct vsrv_conn {
 	int64_t phase_since;   /* when phase last changed */
 	int64_t idle_since;    /* nothing in flight, nothing buffered, since */
 	int64_t tx_since;      /* the batch send started */
+	int64_t tx_mark;       /* its last progress seen (send_timeout_ms) */
+	uint64_t tx_acked;     /* TCP bytes acknowledged at tx_mark */
+	bool tx_looked;        /* tx_acked was read for this batch */
 	int64_t linger_until;
 	size_t linger_bytes;
 	void *rbuf;            /* where the recv under way writes */

@@ -46,7 +46,8 @@ static int check_config(const struct vsrv_config *c)
 		return -EINVAL;
 	if (c->max_connections == 0 || c->max_pipeline == 0 || c->max_pipeline > 1024)
 		return -EINVAL;
-	if (c->header_timeout_ms == 0 || c->body_timeout_ms == 0 || c->idle_timeout_ms == 0)
+	if (c->header_timeout_ms == 0 || c->body_timeout_ms == 0 || c->idle_timeout_ms == 0 ||
+	    c->send_timeout_ms == 0)
 		return -EINVAL;
 	if (c->max_header_bytes == 0 || c->exec_tasks == 0 || c->write_tasks == 0)
 		return -EINVAL;

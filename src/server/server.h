@@ -56,6 +56,8 @@ struct vsrv_config {
 	unsigned backlog;
 	unsigned max_connections;
 	unsigned header_timeout_ms, body_timeout_ms, idle_timeout_ms;
+	/* a send under way with no byte acknowledged for this long is cut */
+	unsigned send_timeout_ms;
 	unsigned max_header_bytes;
 	unsigned max_body_bytes;
 	unsigned max_pipeline;          /* requests in flight per connection, 1..1024 */

@@ -84,6 +84,8 @@ static const struct vcfg_key schema[] = {
 	  "time to receive a request body before 408" },
 	{ "server", "idle_timeout_ms", VCFG_UINT, "60000", 1, 3600000, 0, NULL, F(server.idle_timeout_ms),
 	  "idle keep-alive connections are closed after this" },
+	{ "server", "send_timeout_ms", VCFG_UINT, "60000", 1, 3600000, 0, NULL, F(server.send_timeout_ms),
+	  "a response that makes no progress (no byte acknowledged by the client) for this long is cut" },
 	{ "server", "max_header_bytes", VCFG_UINT, "16384", 256, 1048576, 0, NULL, F(server.max_header_bytes),
 	  "largest request head (431 above, 414 for the URI alone)" },
 	{ "server", "max_body_bytes", VCFG_UINT, "1048576", 0, 1073741824, 0, NULL, F(server.max_body_bytes),

@@ -43,3 +43,69 @@ def test_sleeper_flood_leaves_executors_free(voltd):
         reset(s)
     st = stop(d)
     assert st["requests"] >= 8 * 64 + 1, st
+
+
+# ---------------------------------------------------------- send timeout
+
+def small_rcvbuf_conn(port):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(30)
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+MIB = 1 << 20
+
+
+def test_send_timeout_cuts_a_reader_that_stopped(voltd):
+    """Replies nobody reads: cut after server.send_timeout_ms without
+    progress (counted), though the idle timeout is a minute."""
+    d = voltd("-s", "server.send_timeout_ms=1000", "-s", "server.idle_timeout_ms=60000")
+    s = small_rcvbuf_conn(d.port)
+    body = b"x" * MIB
+    t = time.monotonic()
+    for _ in range(8):  # 8 MiB of replies: more than the socket buffers hold
+        s.sendall(req_bytes("POST", "/v1/echo", body))
+    # never read: the server must give up and close
+    s.settimeout(15)
+    time.sleep(0.5)
+    got = 0
+    while True:
+        try:
+            chunk = s.recv(1 << 20)
+        except ConnectionResetError:
+            break
+        if not chunk:
+            break
+        got += len(chunk)
+        if got == len(chunk):  # first read: wait for the cut before draining
+            time.sleep(4)
+    dt = time.monotonic() - t
+    s.close()
+    st = stop(d)
+    assert st["timeouts_send"] == 1, st
+    assert got < 8 * MIB, got
+    assert dt < 15, dt
+
+
+def test_send_timeout_spares_a_slow_steady_reader(voltd):
+    """A reader that takes its reply slowly but steadily (longer in all than
+    send_timeout_ms) gets all of it."""
+    d = voltd("-s", "server.send_timeout_ms=1000")
+    s = small_rcvbuf_conn(d.port)
+    s.sendall(req_bytes("POST", "/v1/echo", b"y" * MIB, close=True))
+    got = b""
+    t = time.monotonic()
+    while time.monotonic() - t < 3.0:  # ~80 KiB/s for 3 s: not done yet
+        got += s.recv(4096)
+        time.sleep(0.05)
+    while True:
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        got += chunk
+    s.close()
+    assert got.endswith(b"y" * 1000) and len(got) > MIB, len(got)
+    st = stop(d)
+    assert st["timeouts_send"] == 0, st

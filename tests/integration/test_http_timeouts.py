@@ -125,13 +125,14 @@ def test_keepalive_survives_many_short_gaps(voltd):
 
 def test_send_timeout_on_a_client_that_never_reads(voltd):
     # A 4 MiB answer to a client that reads nothing: the send cannot
-    # finish; after the idle timeout the connection is cut and counted.
-    d = voltd(*TIMEOUTS, "-s", "server.max_body_bytes=8388608")
+    # finish; within two send timeouts without progress the connection is
+    # cut and counted.
+    d = voltd(*TIMEOUTS, "-s", "server.max_body_bytes=8388608", "-s", "server.send_timeout_ms=500")
     s = connect(d.port)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     body = b"z" * (4 << 20)
     s.sendall(req_bytes("POST", "/v1/echo", body=body))
-    time.sleep(1.5)
+    time.sleep(2.5)
     s.close()
     st = stop(d)
     assert st["timeouts_send"] == 1 and st["requests_dropped"] == 1, st
