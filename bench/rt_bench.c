@@ -240,7 +240,7 @@ static void bt_drop(struct vrt_task *t)
 	free(vb_container_of(t, struct btask, t));
 }
 
-static const struct vrt_task_vtable bt_vt = { bt_poll, bt_drop };
+static const struct vrt_task_vtable bt_vt = { .poll = bt_poll, .drop = bt_drop };
 
 static struct btask *bt_alloc(enum vrt_poll (*fn)(struct btask *), struct ctx *c, size_t size)
 {
@@ -586,7 +586,7 @@ static void pong_drop(struct vrt_task *t)
 	free(vb_container_of(t, struct pong, t));
 }
 
-static const struct vrt_task_vtable pong_vt = { pong_poll, pong_drop };
+static const struct vrt_task_vtable pong_vt = { .poll = pong_poll, .drop = pong_drop };
 
 /* ping: make A and B; spawn pong; send A; await B; countdown */
 static enum vrt_poll ping_poll(struct vrt_task *t)
@@ -620,7 +620,7 @@ static void ping_drop(struct vrt_task *t)
 	free(vb_container_of(t, struct ping, t));
 }
 
-static const struct vrt_task_vtable ping_vt = { ping_poll, ping_drop };
+static const struct vrt_task_vtable ping_vt = { .poll = ping_poll, .drop = ping_drop };
 
 static enum vrt_poll fn_ping_root(struct btask *b)
 {

@@ -19,6 +19,8 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <sys/types.h>
+#include <time.h>
 
 /* ------------------------------------------------------------ state word */
 /*
@@ -253,6 +255,13 @@ struct vrt_worker_counters {
 	_Atomic uint64_t spawned_local, completed;
 	_Atomic uint64_t ewma_poll_ns, busy_ns;
 	_Atomic uint32_t global_interval;
+	/* Read by the stall monitor and snapshots (single writer, relaxed):
+	 * the vtable of the task being polled (NULL between polls), its
+	 * vrt_poll_label, and whether the thread sleeps in park ops. */
+	_Atomic(const struct vrt_task_vtable *) cur_vt;
+	_Atomic(const char *) label;
+	_Atomic uint32_t parked;
+	_Atomic uint64_t cpu_final_ns; /* thread CPU time when the loop ended */
 };
 
 struct vrt_worker {
@@ -285,6 +294,11 @@ struct vrt_worker {
 	/* cached tunables, reloaded every maintenance tick */
 	bool stealing, lifo_on;
 	unsigned lifo_cap, budget, gi_min, gi_max, batch_max;
+	/* measurements (rt/monitor.c): sampling counters, label set */
+	unsigned sched_samp, poll_samp;
+	bool labelled;
+	clockid_t cpu_clock;        /* set before vrt_new returns; read-only then */
+	pid_t tid;                  /* likewise */
 
 	struct vrt_worker_counters c vb_cacheline_aligned;
 
@@ -292,9 +306,41 @@ struct vrt_worker {
 	struct vb_event park_ev vb_cacheline_aligned;
 
 	pthread_t thread;
+
+	/* Sampled histograms: written by this worker only (owner record),
+	 * read by vrt_hist_snapshot. */
+	struct vb_hist h_sched vb_cacheline_aligned;
+	struct vb_hist h_poll;
 };
 static_assert(offsetof(struct vrt_worker, park_ev) - offsetof(struct vrt_worker, c) >= VB_CACHELINE,
 	      "park event shares a line with the counters");
+
+/* The stall monitor's view of one worker (rt/monitor.c). Private fields
+ * are the monitor thread's; published ones are written by it (relaxed
+ * stores) and read by snapshots and vrt_health on any thread. */
+struct vrt_mon_worker {
+	/* monitor-private */
+	uint64_t last_polls;
+	bool seen_in_poll;          /* in a poll with last_polls at the last tick */
+	int64_t first_seen_ns;      /* first tick that saw this poll */
+	uint64_t cpu_at_first_ns;   /* UINT64_MAX until confirmed */
+	int64_t cpu_since_ns;       /* when cpu_at_first_ns was read */
+	bool flagged;
+	/* published */
+	_Atomic int64_t stall_since_ns; /* first_seen of a flagged stall; 0: none */
+	_Atomic uint32_t stall_kind;    /* enum vrt_stall_kind */
+	_Atomic uint64_t poll_age_ns;   /* age of the current poll at the last tick */
+	_Atomic uint64_t stalls;        /* flagged so far */
+} vb_cacheline_aligned;
+
+struct vrt_monitor {
+	pthread_t thread;
+	bool running;                   /* thread created (vrt_new / shutdown thread) */
+	struct vb_event stop_ev;
+	_Atomic uint32_t stop;
+	_Atomic uint32_t warn_ms;       /* live threshold (vrt_set_stall_warn_ms) */
+	struct vrt_mon_worker *w;       /* nworkers entries */
+};
 
 /* ------------------------------------------------------------- registry */
 struct vrt_shard {
@@ -354,6 +400,9 @@ struct vrt {
 	_Atomic int start_err;
 	struct vb_event started;
 
+	struct vrt_monitor mon vb_cacheline_aligned;
+	_Atomic uint32_t workers_joined; /* vrt_shutdown joined them: CPU clocks gone */
+
 	_Atomic uint32_t drain_idle vb_cacheline_aligned;
 	_Atomic uint32_t drain_done;
 	_Atomic uint32_t drain_cancelled;
@@ -387,6 +436,19 @@ static inline void vrt__dekker_fence(struct vrt *rt)
 #endif
 }
 
+/* Sleep in the park ops, visible to the stall monitor and snapshots as
+ * "parked" (a parked worker is never stalled). Worker thread. */
+static inline void vrt__park_wait(struct vrt_worker *w)
+{
+	struct vrt *rt = w->rt;
+
+	/* relaxed (both): a state hint for the monitor; a tick that reads it
+	 * stale sees the poll count move or not move at the next tick. */
+	atomic_store_explicit(&w->c.parked, 1, memory_order_relaxed);
+	rt->ops->park(rt->park_ctx, w->id, rt->park_timeout_ns);
+	atomic_store_explicit(&w->c.parked, 0, memory_order_relaxed);
+}
+
 /* park.c (worker thread unless noted) */
 extern const struct vrt_park_ops vrt__futex_park_ops;
 void vrt__notify_parked(struct vrt *rt);      /* any thread */
@@ -407,6 +469,13 @@ void vrt__schedule(struct vrt_task *t, bool yield);
 void vrt__task_complete(struct vrt_worker *w, struct vrt_task *t);
 void vrt__task_force_complete(struct vrt *rt, struct vrt_task *t);
 void vrt__task_release(struct vrt_task *t);
+
+/* monitor.c */
+int vrt__monitor_start(struct vrt *rt, unsigned warn_ms);  /* vrt_new; 0 or -errno */
+void vrt__monitor_stop(struct vrt *rt);                    /* vrt_shutdown / vrt_free */
+void vrt__worker_measure_start(struct vrt_worker *w);      /* worker thread, at start */
+void vrt__worker_measure_stop(struct vrt_worker *w);       /* worker thread, at exit */
+uint64_t vrt__worker_cpu_ns(struct vrt *rt, struct vrt_worker *w); /* any thread */
 
 /* rt.c */
 void vrt__registry_add(struct vrt *rt, struct vrt_task *t, unsigned shard);

@@ -3,6 +3,7 @@
 libvolt_a_SOURCES += \
 	src/rt/rt.h src/rt/internal.h \
 	src/rt/inject.c \
+	src/rt/monitor.c \
 	src/rt/park.c \
 	src/rt/rt.c \
 	src/rt/task.c \
@@ -15,6 +16,14 @@ TSAN_TESTS += tests/unit/test_rt_basic
 tests_unit_test_rt_basic_SOURCES = tests/unit/test_rt_basic.c
 tests_unit_test_rt_basic_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_rt_basic_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS)
+
+# The measurements: histograms, worker state, the stall monitor (also TSan).
+check_PROGRAMS += tests/unit/test_rt_monitor
+TESTS += tests/unit/test_rt_monitor
+TSAN_TESTS += tests/unit/test_rt_monitor
+tests_unit_test_rt_monitor_SOURCES = tests/unit/test_rt_monitor.c
+tests_unit_test_rt_monitor_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_rt_monitor_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS)
 
 check_PROGRAMS += tests/unit/test_rt_wsq
 TESTS += tests/unit/test_rt_wsq

@@ -207,7 +207,7 @@ void vrt__park(struct vrt_worker *w)
 	now = vb_now_ns();
 	vrt__ctr_add(&w->c.busy_ns, (uint64_t)(now - w->active_start));
 	vrt__ctr_add(&w->c.parks, 1);
-	rt->ops->park(rt->park_ctx, w->id, rt->park_timeout_ns);
+	vrt__park_wait(w);
 	if (unmark_parked(w))
 		vrt__ctr_add(&w->c.unparks, 1);
 	now = vb_now_ns();

@@ -27,6 +27,7 @@
  */
 #include "rt/internal.h"
 #include "base/log.h"
+#include "base/time.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -52,6 +53,8 @@ static int check_config(const struct vrt_config *c)
 		return -EINVAL;
 	if (c->park_ops && (!c->park_ops->park || !c->park_ops->unpark))
 		return -EINVAL;
+	if (c->stall_warn_ms > 3600000)
+		return -EINVAL;
 	return 0;
 }
 
@@ -68,6 +71,7 @@ static void free_struct(struct vrt *rt)
 		free(rt->shards);
 	}
 	free(rt->parked_bits);
+	free(rt->mon.w);
 	pthread_mutex_destroy(&rt->park_lock);
 	vrt__inject_fini(&rt->inject);
 	free(rt);
@@ -148,6 +152,8 @@ int vrt_new(const struct vrt_config *cfg, struct vrt **out)
 		vb_event_wait(&rt->started, -1);
 		/* relaxed: ordered by the event ([W8] in worker.c). */
 		err = atomic_load_explicit(&rt->start_err, memory_order_relaxed);
+		if (!err)
+			err = vrt__monitor_start(rt, cfg->stall_warn_ms);
 		if (!err) {
 			*out = rt;
 			return 0;
@@ -238,6 +244,10 @@ void vrt_shutdown(struct vrt *rt, enum vrt_shutdown_mode mode)
 	vrt__unpark_all(rt);
 	for (unsigned i = 0; i < rt->nworkers; i++)
 		pthread_join(rt->workers[i]->thread, NULL);
+	/* [M2] release: the threads (and their CPU clocks) are gone; pairs
+	 * with the acquire in vrt__worker_cpu_ns (monitor.c). */
+	atomic_store_explicit(&rt->workers_joined, 1, memory_order_release);
+	vrt__monitor_stop(rt);
 
 	/* Workers are gone (pthread_join orders their writes before ours):
 	 * what is still queued is dropped without being polled. */
@@ -352,6 +362,15 @@ const struct vb_metric vrt_worker_metrics[] = {
 		     "moving average (alpha 0.1) of the time one poll takes"),
 	VB_METRIC_AS(struct vrt_worker_stats, busy_ns, "busy", VB_METRIC_COUNTER, "nanoseconds",
 		     "time the worker was not parked"),
+	W(state, VB_METRIC_GAUGE, "", "what the worker does now: 0 running, 1 searching, 2 parked"),
+	VB_METRIC_AS(struct vrt_worker_stats, poll_age_ns, "poll_age", VB_METRIC_GAUGE, "nanoseconds",
+		     "age of the current poll at the stall monitor's last tick (0: none)"),
+	VB_METRIC_AS(struct vrt_worker_stats, cpu_ns, "cpu", VB_METRIC_COUNTER, "nanoseconds",
+		     "CPU time of the worker thread"),
+	W(stall, VB_METRIC_GAUGE, "", "stalled now: 0 no, 1 spinning in one poll, 2 blocked in one poll"),
+	VB_METRIC_AS(struct vrt_worker_stats, stall_ns, "stall_age", VB_METRIC_GAUGE, "nanoseconds",
+		     "age of the current stall (0: none)"),
+	W(stalls, VB_METRIC_COUNTER, "", "stalls the monitor flagged on this worker"),
 };
 const size_t vrt_worker_metrics_n = VB_ARRAY_SIZE(vrt_worker_metrics);
 #undef W
@@ -365,9 +384,39 @@ const struct vb_metric vrt_metrics[] = {
 	R(spawned_local, VB_METRIC_COUNTER, "tasks spawned from a worker"),
 	R(spawned_remote, VB_METRIC_COUNTER, "tasks spawned from other threads"),
 	R(tasks_alive, VB_METRIC_GAUGE, "tasks spawned and not yet complete"),
+	R(stalled, VB_METRIC_GAUGE, "workers stalled now (stall monitor)"),
+	R(stalls, VB_METRIC_COUNTER, "stalls the monitor flagged"),
 };
 const size_t vrt_metrics_n = VB_ARRAY_SIZE(vrt_metrics);
 #undef R
+
+/* The measurements of monitor.c for one worker's snapshot. */
+static void measure_worker(struct vrt *rt, unsigned i, struct vrt_worker_stats *o)
+{
+	struct vrt_worker *w = rt->workers[i];
+	/* relaxed (all): single-writer hints and statistics. */
+	const struct vrt_task_vtable *vt = atomic_load_explicit(&w->c.cur_vt, memory_order_relaxed);
+
+	if (atomic_load_explicit(&w->c.parked, memory_order_relaxed))
+		o->state = VRT_WS_PARKED;
+	else
+		o->state = vt ? VRT_WS_RUNNING : VRT_WS_SEARCHING;
+	o->cpu_ns = vrt__worker_cpu_ns(rt, w);
+	o->poll_age_ns = o->stall_ns = o->stalls = 0;
+	o->stall = VRT_STALL_NONE;
+	if (rt->mon.w) {
+		struct vrt_mon_worker *m = &rt->mon.w[i];
+		int64_t since = atomic_load_explicit(&m->stall_since_ns, memory_order_relaxed);
+		int64_t now = vb_now_ns();
+
+		o->poll_age_ns = atomic_load_explicit(&m->poll_age_ns, memory_order_relaxed);
+		o->stalls = rd(&m->stalls);
+		if (since) {
+			o->stall = atomic_load_explicit(&m->stall_kind, memory_order_relaxed);
+			o->stall_ns = now > since ? (uint64_t)(now - since) : 0;
+		}
+	}
+}
 
 unsigned vrt_stats_snapshot(struct vrt *rt, struct vrt_stats *out,
 			    struct vrt_worker_stats *per_worker, unsigned n)
@@ -402,6 +451,7 @@ unsigned vrt_stats_snapshot(struct vrt *rt, struct vrt_stats *out,
 							   memory_order_relaxed); /* relaxed: as rd() */
 		o->ewma_poll_ns = rd(&c->ewma_poll_ns);
 		o->busy_ns = rd(&c->busy_ns);
+		measure_worker(rt, i, o);
 	}
 	if (out) {
 		uint64_t spawned = local + rd(&rt->spawned_remote);
@@ -415,6 +465,10 @@ unsigned vrt_stats_snapshot(struct vrt *rt, struct vrt_stats *out,
 		out->spawned_remote = rd(&rt->spawned_remote);
 		/* Counters are read one by one: clamp a transient negative. */
 		out->tasks_alive = spawned > done ? spawned - done : 0;
+		struct vrt_health h;
+		vrt_health(rt, &h);
+		out->stalled = h.stalled;
+		out->stalls = h.stalls_total;
 	}
 	return rt->nworkers;
 }

@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/histogram.h"
 #include "base/metric.h"
 
 struct vrt;
@@ -44,6 +45,9 @@ struct vrt_task_vtable {
 	/* The last reference is gone: release the memory. Any thread. May be
 	 * NULL for tasks whose memory outlives the runtime (static tasks). */
 	void (*drop)(struct vrt_task *t);
+	/* Optional static name of this kind of task ("conn", "exec"): the
+	 * stall monitor names the task a stalled worker is stuck in. */
+	const char *name;
 };
 
 /*
@@ -53,6 +57,7 @@ struct vrt_task_vtable {
  */
 struct vrt_task {
 	_Atomic uint64_t state;                   /* private: lifecycle|flags|refcount */
+	int64_t sched_ns;                         /* private: sampled schedule time, 0 = none */
 	struct vrt_task *next;                    /* private: injection-queue link */
 	const struct vrt_task_vtable *vt;         /* private */
 	struct vrt *rt;                           /* private: set by spawn */
@@ -113,6 +118,11 @@ struct vrt_task *vrt_current(void);
 struct vrt *vrt_current_rt(void);
 /* Index of the calling worker thread in [0, workers), or -1. */
 int vrt_worker_id(void);
+
+/* From a poll function: name what the current poll is doing (a static
+ * string, e.g. the job kind an executor runs) for the stall monitor's
+ * report. Cleared when the poll returns. No-op outside a worker. */
+void vrt_poll_label(const char *label);
 
 /*
  * Cooperative budget: each poll may perform `budget` channel/I/O operations.
@@ -183,6 +193,8 @@ struct vrt_config {
 					* 0: only before parking */
 	const struct vrt_park_ops *park_ops; /* NULL: futex parking */
 	void *park_ctx;
+	unsigned stall_warn_ms;        /* stall monitor threshold; 0: no monitor
+					* thread; voltd.conf: control.stall_warn_ms */
 };
 
 
@@ -212,6 +224,25 @@ int vrt_set_stealing(struct vrt *rt, bool on);
 int vrt_set_global_interval(struct vrt *rt, unsigned min, unsigned max);
 int vrt_set_lifo_poll_cap(struct vrt *rt, unsigned cap);
 int vrt_set_budget(struct vrt *rt, unsigned budget);
+/* 0 (detection off; the thread stays) .. 3600000; -EINVAL also when the
+ * runtime was created without a monitor (stall_warn_ms = 0 at vrt_new). */
+int vrt_set_stall_warn_ms(struct vrt *rt, unsigned ms);
+
+/* What a worker does now (stats; a snapshot of a moving target). */
+enum vrt_worker_state {
+	VRT_WS_RUNNING = 0,   /* polling a task, or between polls */
+	VRT_WS_SEARCHING = 1, /* looking for work to steal */
+	VRT_WS_PARKED = 2,    /* asleep (futex or the I/O driver's wait) */
+};
+const char *vrt_worker_state_name(enum vrt_worker_state s);
+
+/* Why the monitor thinks a worker is stuck (DESIGN.md section 6). */
+enum vrt_stall_kind {
+	VRT_STALL_NONE = 0,
+	VRT_STALL_SPINNING = 1, /* the thread burns CPU in one poll */
+	VRT_STALL_BLOCKED = 2,  /* the thread sleeps in one poll (a blocking call) */
+};
+const char *vrt_stall_kind_name(enum vrt_stall_kind k);
 
 /* Counters since vrt_new; each worker writes its own, a snapshot reads them
  * one by one (not an atomic picture of the whole runtime). Every field is a
@@ -227,6 +258,13 @@ struct vrt_worker_stats {
 	uint64_t global_interval;     /* ticks between injection checks now */
 	uint64_t ewma_poll_ns;        /* EWMA (alpha 0.1) of the poll time */
 	uint64_t busy_ns;             /* time not parked */
+	uint64_t state;               /* enum vrt_worker_state, now */
+	uint64_t poll_age_ns;         /* age of the current poll as last seen
+				       * by the monitor (0: none seen, no monitor) */
+	uint64_t cpu_ns;              /* the worker thread's CPU time */
+	uint64_t stall;               /* enum vrt_stall_kind: stalled now? */
+	uint64_t stall_ns;            /* age of the current stall, 0 if none */
+	uint64_t stalls;              /* stalls flagged so far */
 };
 extern const struct vb_metric vrt_worker_metrics[];
 extern const size_t vrt_worker_metrics_n;
@@ -238,6 +276,8 @@ struct vrt_stats {
 	uint64_t searching, parked;
 	uint64_t spawned_local, spawned_remote;
 	uint64_t tasks_alive;         /* spawned and not yet complete */
+	uint64_t stalled;             /* workers stalled now */
+	uint64_t stalls;              /* stalls flagged since vrt_new */
 };
 extern const struct vb_metric vrt_metrics[];
 extern const size_t vrt_metrics_n;
@@ -246,5 +286,38 @@ extern const size_t vrt_metrics_n;
  * (may be NULL); returns the number of workers. */
 unsigned vrt_stats_snapshot(struct vrt *rt, struct vrt_stats *out,
 			    struct vrt_worker_stats *per_worker, unsigned n);
+
+/*
+ * Sampled histograms (nanoseconds): VRT_HIST_SCHED is the schedule latency
+ * (a task becomes runnable -> its poll starts), VRT_HIST_POLL the poll
+ * duration. One task schedule in VRT_HIST_SAMPLE_EVERY and one poll in
+ * VRT_HIST_SAMPLE_EVERY is timed (per thread counters), so counts are about
+ * 1/VRT_HIST_SAMPLE_EVERY of the events. Each worker records its own
+ * (single writer); `worker` selects one, or VRT_HIST_ALL for the merge.
+ * Any thread. 0, or -EINVAL for a bad kind or worker.
+ */
+#define VRT_HIST_SAMPLE_EVERY 64u
+/* The static names of the task worker `worker` polls now (the vtable's name)
+ * and of its vrt_poll_label; NULL when none (or not in a poll). Any thread;
+ * a hint (the poll may end meanwhile). */
+void vrt_worker_task(struct vrt *rt, unsigned worker, const char **task, const char **label);
+enum vrt_hist_kind { VRT_HIST_SCHED = 0, VRT_HIST_POLL = 1 };
+#define VRT_HIST_ALL (-1)
+int vrt_hist_snapshot(struct vrt *rt, enum vrt_hist_kind kind, int worker,
+		      struct vb_hist_snap *out);
+
+/*
+ * Health for the watchdog and /livez (any thread, any time, also after
+ * vrt_shutdown): stalled = workers stalled now; max_stall_ms = age of the
+ * longest current stall (0 if none) and max_stall_worker its worker;
+ * stalls_total = stalls flagged since vrt_new. All zero without a monitor.
+ */
+struct vrt_health {
+	unsigned stalled;
+	uint64_t max_stall_ms;
+	unsigned max_stall_worker;
+	uint64_t stalls_total;
+};
+void vrt_health(struct vrt *rt, struct vrt_health *out);
 
 #endif

@@ -51,6 +51,7 @@
 void vrt_task_init(struct vrt_task *t, const struct vrt_task_vtable *vt)
 {
 	atomic_init(&t->state, VRT_ST_NEW | VRT_ST_REF_ONE);
+	t->sched_ns = 0;
 	t->next = NULL;
 	t->vt = vt;
 	t->rt = NULL;

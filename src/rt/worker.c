@@ -81,6 +81,31 @@ int vrt_worker_id(void)
 	return vrt__tls_worker ? (int)vrt__tls_worker->id : -1;
 }
 
+void vrt_poll_label(const char *label)
+{
+	struct vrt_worker *w = vrt__tls_worker;
+
+	if (!w || !vrt__tls_task)
+		return;
+	/* relaxed: a name for the monitor's report (a static string). */
+	atomic_store_explicit(&w->c.label, label, memory_order_relaxed);
+	w->labelled = true;
+}
+
+/* Time one schedule in VRT_HIST_SAMPLE_EVERY (per scheduling thread): the
+ * poll that follows records the schedule latency. The caller owns the
+ * task's scheduling (it moved it to SCHEDULED, or polled it); the queue push
+ * that follows publishes sched_ns with the task ([W1]). */
+static __thread unsigned tls_sched_samp;
+
+static inline void sample_sched(struct vrt_worker *w, struct vrt_task *t)
+{
+	unsigned *n = w ? &w->sched_samp : &tls_sched_samp;
+
+	if (vb_unlikely((++*n & (VRT_HIST_SAMPLE_EVERY - 1)) == 0))
+		t->sched_ns = vb_now_ns();
+}
+
 bool vrt_budget_consume(void)
 {
 	struct vrt_worker *w = vrt__tls_worker;
@@ -203,6 +228,7 @@ void vrt__schedule(struct vrt_task *t, bool yield)
 {
 	struct vrt_worker *w = vrt__tls_worker;
 
+	sample_sched(w, t);
 	if (w && w->rt == t->rt)
 		schedule_local(w, t, yield);
 	else
@@ -226,6 +252,7 @@ static int spawn(struct vrt *rt, struct vrt_task *t, uint64_t ref)
 				memory_order_relaxed, memory_order_relaxed))
 			break;
 	}
+	sample_sched(w, t);
 	if (w && w->rt == rt) {
 		vrt__ctr_add(&w->c.spawned_local, 1);
 		schedule_local(w, t, false);
@@ -512,6 +539,8 @@ static void run_task(struct vrt_worker *w, struct vrt_task *t)
 	/* relaxed: a guess for the CAS, which orders. */
 	uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
 	enum vrt_poll r;
+	bool timed;
+	int64_t t0 = 0;
 
 	for (;;) {
 		VB_BUG_ON((s & VRT_ST_LIFE) != VRT_ST_SCHEDULED);
@@ -524,7 +553,28 @@ static void run_task(struct vrt_worker *w, struct vrt_task *t)
 	vrt__tls_task = t;
 	w->budget_left = w->budget;
 	w->budget_hit = false;
+	/* relaxed: a hint for the stall monitor (see monitor.c). */
+	atomic_store_explicit(&w->c.cur_vt, t->vt, memory_order_relaxed);
+	timed = vb_unlikely((++w->poll_samp & (VRT_HIST_SAMPLE_EVERY - 1)) == 0);
+	if (vb_unlikely(timed || t->sched_ns)) {
+		t0 = vb_now_ns();
+		if (t->sched_ns) {
+			vb_hist_record_owner(&w->h_sched, t0 > t->sched_ns ? (uint64_t)(t0 - t->sched_ns) : 0);
+			t->sched_ns = 0;
+		}
+	}
 	r = t->vt->poll(t);
+	if (vb_unlikely(timed)) {
+		int64_t t1 = vb_now_ns();
+		vb_hist_record_owner(&w->h_poll, t1 > t0 ? (uint64_t)(t1 - t0) : 0);
+	}
+	/* relaxed: as above. */
+	atomic_store_explicit(&w->c.cur_vt, NULL, memory_order_relaxed);
+	if (vb_unlikely(w->labelled)) {
+		w->labelled = false;
+		/* relaxed: as in vrt_poll_label. */
+		atomic_store_explicit(&w->c.label, NULL, memory_order_relaxed);
+	}
 	vrt__tls_task = NULL;
 	vrt__ctr_add(&w->c.polls, 1);
 	w->batch_polls++;
@@ -552,6 +602,7 @@ static void run_task(struct vrt_worker *w, struct vrt_task *t)
 			break;
 		}
 	}
+	sample_sched(w, t);
 	if (w->budget_hit || r == VRT_YIELD) {
 		/* Behind everything (see flush_yields). */
 		if (w->budget_hit)
@@ -575,6 +626,8 @@ void *vrt__worker_main(void *arg)
 	int rc = 0;
 
 	vrt__tls_worker = w;
+	/* Before [W8]: vrt_new's return publishes the CPU clock and tid. */
+	vrt__worker_measure_start(w);
 	if (rt->ops->worker_start)
 		rc = rt->ops->worker_start(rt->park_ctx, w->id);
 	if (rc < 0) {
@@ -603,6 +656,7 @@ void *vrt__worker_main(void *arg)
 		VB_BUG_ON(!vrt__inject_push_yields(&rt->inject, w->yq_head, w->yq_tail, w->yq_len));
 
 	vrt__ctr_add(&w->c.busy_ns, (uint64_t)(vb_now_ns() - w->active_start));
+	vrt__worker_measure_stop(w);
 	if (w->searching) {
 		w->searching = false;
 		/* seq_cst: [W6]; keeps the count exact for the stats after stop. */

@@ -669,7 +669,7 @@ static void conn_drop(struct vrt_task *t)
 	atomic_fetch_sub_explicit(&srv->conns_alive, 1, memory_order_relaxed);
 }
 
-const struct vrt_task_vtable vsrv__conn_vt = { .poll = conn_poll, .drop = conn_drop };
+const struct vrt_task_vtable vsrv__conn_vt = { .poll = conn_poll, .drop = conn_drop, .name = "conn" };
 
 int vsrv__conn_new(struct vsrv *srv, int fd, struct vsrv_conn **out)
 {

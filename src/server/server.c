@@ -231,7 +231,7 @@ static void acc_drop(struct vrt_task *t)
 	free(vb_container_of(t, struct vsrv_acceptor, task));
 }
 
-static const struct vrt_task_vtable acc_vt = { .poll = acc_poll, .drop = acc_drop };
+static const struct vrt_task_vtable acc_vt = { .poll = acc_poll, .drop = acc_drop, .name = "accept" };
 
 /* ----------------------------------------------------------- responses */
 

@@ -366,6 +366,8 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 			job_drop(srv, job);
 			continue;
 		}
+		/* The job kind names this poll in a stall report. */
+		vrt_poll_label(vjob_kind_of(job->vj)->name);
 		switch (vjob_step(job->vj, vjob_slice_deadline(&srv->jcfg, now))) {
 		case VJOB_DONE:
 			x->out = job;
@@ -395,7 +397,7 @@ static void exec_drop(struct vrt_task *t)
 	free(x);
 }
 
-const struct vrt_task_vtable vsrv__exec_vt = { .poll = exec_poll, .drop = exec_drop };
+const struct vrt_task_vtable vsrv__exec_vt = { .poll = exec_poll, .drop = exec_drop, .name = "exec" };
 
 /* --------------------------------------------------------------- write */
 
@@ -433,4 +435,4 @@ static void writer_drop(struct vrt_task *t)
 	free(vb_container_of(t, struct vsrv_writer, task));
 }
 
-const struct vrt_task_vtable vsrv__writer_vt = { .poll = writer_poll, .drop = writer_drop };
+const struct vrt_task_vtable vsrv__writer_vt = { .poll = writer_poll, .drop = writer_drop, .name = "writer" };

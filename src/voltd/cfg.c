@@ -121,6 +121,8 @@ static const struct vcfg_key schema[] = {
 	  "permissions of the control socket (octal)" },
 	{ "control", "group", VCFG_STRING, "none", 0, 63, 0, NULL, F(control.group),
 	  "group owning the control socket; none keeps the daemon's group" },
+	{ "control", "stall_warn_ms", VCFG_UINT, "100", 0, 3600000, VCFG_F_LIVE, NULL, F(scheduler.stall_warn_ms),
+	  "a worker stuck this long in one poll is reported stalled; 0 = off (turning it on again needs a restart)" },
 	/* [log] */
 	{ "log", "level", VCFG_ENUM, "info", 0, 0, VCFG_F_LIVE, level_names, F(log.level),
 	  "lowest level logged: err, warning, notice, info or debug" },

@@ -279,6 +279,9 @@ static void rt_apply_live(struct vrt *rt, const struct vcfg *cfg)
 	vrt_set_global_interval(rt, cfg->scheduler.global_interval_min, cfg->scheduler.global_interval_max);
 	vrt_set_lifo_poll_cap(rt, cfg->scheduler.lifo_poll_cap);
 	vrt_set_budget(rt, cfg->scheduler.budget);
+	if (vrt_set_stall_warn_ms(rt, cfg->scheduler.stall_warn_ms) < 0 && cfg->scheduler.stall_warn_ms)
+		vb_warn("reload: control.stall_warn_ms: the stall monitor was off at start; "
+			"turning it on needs a restart");
 }
 
 /* Rung 6: the server (listeners, stages), on the runtime and the I/O driver. */

@@ -33,7 +33,7 @@ static void bt_drop(struct vrt_task *t)
 }
 
 static enum vrt_poll bt_poll(struct vrt_task *t);
-static const struct vrt_task_vtable bt_vt = { bt_poll, bt_drop };
+static const struct vrt_task_vtable bt_vt = { .poll = bt_poll, .drop = bt_drop };
 
 static struct btask *bt_new(_Atomic bool *flag, bool chain)
 {

@@ -47,7 +47,7 @@ static void d_drop(struct vrt_task *t)
 	free(x);
 }
 
-static const struct vrt_task_vtable d_vt = { d_poll, d_drop };
+static const struct vrt_task_vtable d_vt = { .poll = d_poll, .drop = d_drop };
 
 /* The "completion": during the second pass, on the worker's own thread,
  * inside its park. */

@@ -49,7 +49,7 @@ static void it_drop(struct vrt_task *t)
 }
 
 static enum vrt_poll it_poll(struct vrt_task *t);
-static const struct vrt_task_vtable it_vt = { it_poll, it_drop };
+static const struct vrt_task_vtable it_vt = { .poll = it_poll, .drop = it_drop };
 
 static struct itask *it_new(void)
 {

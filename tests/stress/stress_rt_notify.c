@@ -85,7 +85,7 @@ static enum vrt_poll nt_poll(struct vrt_task *t)
 	return vb_rng_below(&x->rng, 8) == 0 ? VRT_YIELD : VRT_PENDING;
 }
 
-static const struct vrt_task_vtable nt_vt = { nt_poll, NULL };
+static const struct vrt_task_vtable nt_vt = { .poll = nt_poll, .drop = NULL };
 
 static void *waker_main(void *arg)
 {

@@ -34,7 +34,7 @@ static void s_drop(struct vrt_task *t)
 }
 
 static enum vrt_poll s_poll(struct vrt_task *t);
-static const struct vrt_task_vtable s_vt = { s_poll, s_drop };
+static const struct vrt_task_vtable s_vt = { .poll = s_poll, .drop = s_drop };
 
 static struct stask *s_new(uint32_t fan, uint32_t spin_ns)
 {

@@ -36,7 +36,7 @@ static void st_drop(struct vrt_task *t)
 }
 
 static enum vrt_poll st_poll(struct vrt_task *t);
-static const struct vrt_task_vtable st_vt = { st_poll, st_drop };
+static const struct vrt_task_vtable st_vt = { .poll = st_poll, .drop = st_drop };
 
 static struct stask *st_new(uint32_t lo, uint32_t hi)
 {

@@ -57,7 +57,7 @@ static void tt_drop(struct vrt_task *t)
 	free(x);
 }
 
-static const struct vrt_task_vtable tt_vt = { tt_poll, tt_drop };
+static const struct vrt_task_vtable tt_vt = { .poll = tt_poll, .drop = tt_drop };
 
 static struct tt *tt_new(tt_fn *fn, _Atomic int *drops)
 {
