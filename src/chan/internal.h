@@ -69,6 +69,8 @@ struct vch_waitq {
 struct vch_side_stats {
 	_Atomic uint64_t blocked_events;  /* full_events (send side) / empty_events */
 	_Atomic uint64_t waits;           /* send_waits / recv_waits */
+	_Atomic uint64_t spun;            /* send_spins / recv_spins */
+	_Atomic uint32_t wait_hint;       /* blocked threads: log2 of the first pause (chan.c) */
 };
 
 struct vch {
@@ -139,12 +141,13 @@ static inline void vch__waitq_notify(struct vch_waitq *q)
 		vch__waitq_notify_one(q);
 }
 
-/* Test hook: blocking waits skip the spin and yield rounds and park at
+/* Test hook: blocking waits skip the spin and yield phases and park at
  * once, so stress tests exercise the sleeping path. Set it only while no
  * blocking operation is in flight. */
 extern bool vch__test_park_at_once;
 
-/* Bounded exponential back-off: pause 2^step times up to 2^6, then yield. */
+/* Bounded exponential back-off (an in-flight claim, a waker finishing):
+ * pause 2^step times up to 2^6, then yield. */
 void vch__backoff(unsigned *step);
 
 #endif

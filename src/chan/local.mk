@@ -24,6 +24,12 @@ TSAN_TESTS += tests/stress/stress_chan
 tests_stress_stress_chan_SOURCES = tests/stress/stress_chan.c
 tests_stress_stress_chan_LDADD = $(VOLT_CORE_LIBS)
 
+check_PROGRAMS += tests/stress/stress_chan_lone
+TESTS += tests/stress/stress_chan_lone
+TSAN_TESTS += tests/stress/stress_chan_lone
+tests_stress_stress_chan_lone_SOURCES = tests/stress/stress_chan_lone.c
+tests_stress_stress_chan_lone_LDADD = $(VOLT_CORE_LIBS)
+
 EXTRA_PROGRAMS += bench/chan_bench
 bench_chan_bench_SOURCES = bench/chan_bench.c
 bench_chan_bench_LDADD = $(VOLT_CORE_LIBS)

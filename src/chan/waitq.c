@@ -23,7 +23,9 @@
  *   [W1] register: the seq_cst RMW on has_waiters publishes the waiter (its
  *        release half makes task/state/dir visible to the claimer, [W5]).
  *   [W2] waker (chan.c): its ring update is a seq_cst RMW of head or tail
- *        ([R2]/[R4]); then it loads has_waiters seq_cst.
+ *        ([R2]/[R5]; close: [R7]); then it loads has_waiters seq_cst. It
+ *        does so after every single successful operation, so one value (free
+ *        slot) wakes one registered waiter: wakers never wait for a batch.
  *   [W3] waiter, after [W1]: seq_cst fence, then re-reads the ring.
  *        Dekker: this is the store-buffering pattern. Waiter: store flag;
  *        load ring. Waker: store ring; load flag. With acquire/release (or
@@ -38,6 +40,9 @@
  *        otherwise [W2] sees the flag. (A waiter that appends to an existing
  *        list writes nothing seq_cst itself, but the LIST store it observed
  *        under the lock happens-before its fence, so the same argument holds.)
+ *        Whatever a blocked thread did before [W1] (chan.c's spin phase, with
+ *        relaxed looks at the ring) plays no part: only the re-check after
+ *        [W3] decides whether it sleeps.
  *   [W4] deliver: the waker copies w->task first, then stores NOTIFIED with
  *        release; after that store it never touches w again. Pairs with the
  *        owner's acquire load [W6]: from then on the owner may free w.
