@@ -119,14 +119,24 @@ static const struct vcfg_key schema[] = {
 	  "path of the UNIX control socket" },
 	{ "control", "mode", VCFG_MODE, "0660", 0, 0777, 0, NULL, F(control.mode),
 	  "permissions of the control socket (octal)" },
-	{ "control", "group", VCFG_STRING, "none", 0, 63, 0, NULL, F(control.group),
+	{ "control", "group", VCFG_STRING, "none", 0, 63, VCFG_F_NONE, NULL, F(control.group),
 	  "group owning the control socket; none keeps the daemon's group" },
 	{ "control", "stall_warn_ms", VCFG_UINT, "100", 0, 3600000, VCFG_F_LIVE, NULL, F(scheduler.stall_warn_ms),
 	  "a worker stuck this long in one poll is reported stalled; 0 = off (turning it on again needs a restart)" },
+	{ "control", "operator_group", VCFG_STRING, "none", 0, 63, VCFG_F_NONE, NULL, F(control.operator_group),
+	  "members of this group may also set and clear through the control socket; none = nobody" },
+	{ "control", "max_clients", VCFG_UINT, "64", 1, 4096, 0, NULL, F(control.max_clients),
+	  "control connections open at once; more are refused with an error" },
+	{ "control", "client_timeout_ms", VCFG_UINT, "60000", 100, 3600000, 0, NULL, F(control.client_timeout_ms),
+	  "a control connection with nothing to do for this long is closed" },
+	{ "control", "metrics_listen", VCFG_ADDR, "off", 0, 0, 0, NULL, F(control.metrics_listen),
+	  "address:port of an HTTP listener answering GET /metrics (Prometheus); off = none" },
 	/* [log] */
 	{ "log", "level", VCFG_ENUM, "info", 0, 0, VCFG_F_LIVE, level_names, F(log.level),
 	  "lowest level logged: err, warning, notice, info or debug" },
 };
+
+static_assert(VB_ARRAY_SIZE(schema) <= VCFG_MAX_KEYS, "raise VCFG_MAX_KEYS");
 
 const struct vcfg_key *vcfg_schema(size_t *n)
 {
@@ -196,14 +206,10 @@ static bool parse_u64(const char *s, uint64_t *out)
 	return true;
 }
 
-/* One parsed server.listen address. */
-struct listen_addr {
-	struct sockaddr_storage addr;
-	socklen_t len;
-	char text[sizeof(((struct vcfg *)0)->listen_text[0])];
-};
+static_assert(sizeof(((struct vcfg_addr *)0)->text) == sizeof(((struct vcfg *)0)->listen_text[0]),
+	      "one text size for an address");
 
-static int parse_listen_one(const char *tok, struct listen_addr *l)
+static int parse_listen_one(const char *tok, struct vcfg_addr *l)
 {
 	char host[64];
 	const char *colon, *port_s;
@@ -254,8 +260,25 @@ static bool is_pow2(uint64_t v)
 
 #define KEYFMT "%s: %s.%s: "
 
+static int set_value(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
+		     const char *where, struct vcfg_errors *err);
+
 int vcfg_set(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
 	     const char *where, struct vcfg_errors *err)
+{
+	int rc = set_value(cfg, k, value, where, err);
+	if (rc == 0) {
+		/* A long FILE:LINE is cut: the source is for people. */
+		char *dst = cfg->source[k - schema];
+		size_t len = strnlen(where, sizeof(cfg->source[0]) - 1);
+		memcpy(dst, where, len);
+		dst[len] = '\0';
+	}
+	return rc;
+}
+
+static int set_value(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
+		     const char *where, struct vcfg_errors *err)
 {
 	char *field = (char *)cfg + k->offset;
 	uint64_t v;
@@ -323,7 +346,7 @@ int vcfg_set(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
 				len, (unsigned long long)k->min, (unsigned long long)k->max);
 			return -EINVAL;
 		}
-		if (strcmp(k->name, "group") == 0 && strcmp(value, "none") == 0)
+		if ((k->flags & VCFG_F_NONE) && strcmp(value, "none") == 0)
 			len = 0;
 		memcpy(field, value, len);
 		field[len] = '\0';
@@ -340,8 +363,22 @@ int vcfg_set(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
 		*(unsigned *)field = (unsigned)m;
 		return 0;
 	}
+	case VCFG_ADDR: {
+		struct vcfg_addr *l = (struct vcfg_addr *)field;
+		if (strcmp(value, "off") == 0) {
+			memset(l, 0, sizeof(*l));
+			return 0;
+		}
+		if (parse_listen_one(value, l) < 0) {
+			memset(l, 0, sizeof(*l));
+			add_err(err, KEYFMT "'%s' is not off or an address:port (e.g. 127.0.0.1:9100 or [::1]:9100)",
+				where, k->section, k->name, value);
+			return -EINVAL;
+		}
+		return 0;
+	}
 	case VCFG_LISTEN: {
-		struct listen_addr tmp[VCFG_MAX_LISTEN];
+		struct vcfg_addr tmp[VCFG_MAX_LISTEN];
 		unsigned n = 0;
 		char *copy = strdup(value), *save = NULL;
 		int rc = 0;
@@ -412,8 +449,13 @@ void vcfg_format(const struct vcfg *cfg, const struct vcfg_key *k, char *buf, si
 		break;
 	}
 	case VCFG_STRING:
-		snprintf(buf, len, "%s", (strcmp(k->name, "group") == 0 && !*field) ? "none" : field);
+		snprintf(buf, len, "%s", ((k->flags & VCFG_F_NONE) && !*field) ? "none" : field);
 		break;
+	case VCFG_ADDR: {
+		const struct vcfg_addr *l = (const struct vcfg_addr *)field;
+		snprintf(buf, len, "%s", l->len ? l->text : "off");
+		break;
+	}
 	case VCFG_MODE:
 		snprintf(buf, len, "0%o", *(const unsigned *)field);
 		break;
@@ -689,6 +731,7 @@ static size_t field_size(const struct vcfg_key *k)
 	case VCFG_MODE: return sizeof(unsigned);
 	case VCFG_STRING:
 	case VCFG_LISTEN:
+	case VCFG_ADDR:
 		return 0; /* no live key has these types */
 	}
 	return 0;
@@ -700,6 +743,8 @@ void vcfg_copy_live(struct vcfg *dst, const struct vcfg *src)
 		size_t n = (schema[i].flags & VCFG_F_LIVE) ? field_size(&schema[i]) : 0;
 		VB_BUG_ON((schema[i].flags & VCFG_F_LIVE) && n == 0);
 		memcpy((char *)dst + schema[i].offset, (const char *)src + schema[i].offset, n);
+		if (n)
+			memcpy(dst->source[i], src->source[i], sizeof(dst->source[i]));
 	}
 }
 

@@ -23,6 +23,15 @@
 
 #define VCFG_MAX_LISTEN VSRV_MAX_LISTEN
 #define VCFG_AUTO 0 /* value of an "auto" count before it is resolved */
+#define VCFG_MAX_KEYS 64   /* schema rows at most (static_assert in cfg.c) */
+#define VCFG_SOURCE_LEN 128
+
+/* One parsed address:port, normalised text included. Public. */
+struct vcfg_addr {
+	struct sockaddr_storage addr;
+	socklen_t len;
+	char text[80]; /* "127.0.0.1:8080", "[::1]:8080" */
+};
 
 /*
  * The configuration. The layers' config structs are embedded, so the schema
@@ -43,19 +52,28 @@ struct vcfg {
 		char socket[108];
 		unsigned mode;
 		char group[64]; /* "" = none */
+		char operator_group[64]; /* "" = none */
+		unsigned max_clients;
+		unsigned client_timeout_ms;
+		struct vcfg_addr metrics_listen; /* len 0 = off */
 	} control;
 	struct {
 		int level; /* syslog level */
 	} log;
+	/* Where each key's value came from, by schema index: "default",
+	 * "FILE:LINE", "-s" or "set" (vcfg_set records it). */
+	char source[VCFG_MAX_KEYS][VCFG_SOURCE_LEN];
 };
 
 enum vcfg_type {
 	VCFG_BOOL, VCFG_UINT, VCFG_U64, VCFG_ENUM, VCFG_STRING, VCFG_MODE, VCFG_LISTEN,
+	VCFG_ADDR, /* one address:port (struct vcfg_addr), or "off" (len 0) */
 };
 
 #define VCFG_F_LIVE  (1u << 0) /* can change while running */
 #define VCFG_F_AUTO  (1u << 1) /* accepts "auto" (stored as VCFG_AUTO) */
 #define VCFG_F_POW2  (1u << 2) /* must be a power of two */
+#define VCFG_F_NONE  (1u << 3) /* VCFG_STRING: "none" is stored as "" */
 
 /* One row of the schema. Public, read-only. */
 struct vcfg_key {
@@ -100,7 +118,8 @@ int vcfg_set(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
 	     const char *where, struct vcfg_errors *err);
 /* Cross-key rules. Returns errors added. */
 int vcfg_validate(const struct vcfg *cfg, const char *where, struct vcfg_errors *err);
-/* Copy the values of every live-tunable key (VCFG_F_LIVE) from src. */
+/* Copy the values (and sources) of every live-tunable key (VCFG_F_LIVE)
+ * from src. */
 void vcfg_copy_live(struct vcfg *dst, const struct vcfg *src);
 /* Replace "auto" counts by concrete values (workers = online CPUs, ...). */
 void vcfg_resolve(struct vcfg *cfg);

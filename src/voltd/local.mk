@@ -2,6 +2,7 @@
 # src/voltd: the daemon (config, notify, main) and its tests.
 libvolt_a_SOURCES += \
 	src/voltd/cfg.c src/voltd/cfg.h \
+	src/voltd/control.c src/voltd/control.h \
 	src/voltd/notify.c src/voltd/notify.h
 
 sbin_PROGRAMS += voltd

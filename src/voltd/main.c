@@ -7,10 +7,12 @@
  */
 #include "config.h"
 #include "base/log.h"
+#include "ctl/ctl.h"
 #include "io/io.h"
 #include "rt/rt.h"
 #include "server/server.h"
 #include "voltd/cfg.h"
+#include "voltd/control.h"
 #include "voltd/notify.h"
 
 #include <errno.h>
@@ -56,10 +58,18 @@ static void usage(FILE *fp)
 		DEFAULT_CONFIG);
 }
 
+/* The features built in, for -V and the control socket's `version`. */
+static const char *features(void)
+{
+	static char buf[128];
+	snprintf(buf, sizeof(buf), "io_uring libev %s", vd_notify_impl());
+	return buf;
+}
+
 static void version(void)
 {
 	printf("voltd %s\n", PACKAGE_VERSION);
-	printf("features: io_uring libev %s\n", vd_notify_impl());
+	printf("features: %s\n", features());
 }
 
 static int parse_args(int argc, char **argv, struct vd_opts *o)
@@ -195,34 +205,31 @@ static int signals_block(sigset_t *set)
 	return fd < 0 ? -errno : fd;
 }
 
-/* SIGHUP: read the file again; a bad new configuration keeps the old one. */
-static void rt_apply_live(struct vrt *rt, const struct vcfg *cfg);
-
-static void reload(const struct vd_opts *o, struct vcfg *cfg, struct vrt *rt)
+/* The configuration as it would be read now (SIGHUP, `reload`). */
+static int reload_load(void *ctx, struct vcfg *next, struct vcfg_errors *err)
 {
-	struct vcfg next;
-	struct vcfg_errors err = { 0 };
 	bool used_file;
+	return load_config(ctx, next, err, &used_file);
+}
+
+/* SIGHUP: read the file again; a bad new configuration keeps the old one.
+ * Only live-tunable keys take effect; the control socket's `reload` runs
+ * the same (vd_ctl_reload). */
+static void reload(struct vd_ctl *dctl)
+{
+	struct vctl_list changed = { 0 }, restart = { 0 }, errors = { 0 };
 
 	vd_notify("RELOADING=1");
-	if (load_config(o, &next, &err, &used_file) > 0) {
-		for (size_t i = 0; i < err.n; i++)
-			vb_err("reload: %s", err.msg[i]);
-		vb_err("reload: configuration has errors; keeping the running one");
-	} else {
-		/* Only live-tunable keys take effect without a restart. */
-		vcfg_copy_live(cfg, &next);
-		vb_log_set_level(cfg->log.level);
-		if (rt)
-			rt_apply_live(rt, cfg);
-		vb_notice("reload: configuration re-read (live keys applied; restart-only keys need a restart)");
-	}
-	vcfg_errors_fini(&err);
+	int rc = vd_ctl_reload(dctl, &changed, &restart, &errors);
+	vd_ctl_log_reload("reload", rc, &changed, &restart, &errors);
+	vctl_list_fini(&changed);
+	vctl_list_fini(&restart);
+	vctl_list_fini(&errors);
 	vd_notify("READY=1");
 }
 
 /* Wait for SIGINT/SIGTERM; SIGHUP reloads. Returns the stopping signal. */
-static int wait_signals(int sfd, const struct vd_opts *o, struct vcfg *cfg, struct vrt *rt)
+static int wait_signals(int sfd, struct vd_ctl *dctl)
 {
 	struct signalfd_siginfo si;
 
@@ -235,7 +242,7 @@ static int wait_signals(int sfd, const struct vd_opts *o, struct vcfg *cfg, stru
 			return SIGTERM;
 		}
 		if (si.ssi_signo == SIGHUP) {
-			reload(o, cfg, rt);
+			reload(dctl);
 			continue;
 		}
 		return (int)si.ssi_signo;
@@ -272,18 +279,6 @@ static int rt_start(struct vcfg *cfg, struct vio *io, struct vrt **rt)
 	return 0;
 }
 
-/* The live scheduler keys of a re-read configuration (SIGHUP). */
-static void rt_apply_live(struct vrt *rt, const struct vcfg *cfg)
-{
-	vrt_set_stealing(rt, cfg->scheduler.stealing);
-	vrt_set_global_interval(rt, cfg->scheduler.global_interval_min, cfg->scheduler.global_interval_max);
-	vrt_set_lifo_poll_cap(rt, cfg->scheduler.lifo_poll_cap);
-	vrt_set_budget(rt, cfg->scheduler.budget);
-	if (vrt_set_stall_warn_ms(rt, cfg->scheduler.stall_warn_ms) < 0 && cfg->scheduler.stall_warn_ms)
-		vb_warn("reload: control.stall_warn_ms: the stall monitor was off at start; "
-			"turning it on needs a restart");
-}
-
 /* Rung 6: the server (listeners, stages), on the runtime and the I/O driver. */
 static int srv_start(const struct vcfg *cfg, struct vrt *rt, struct vio *io, struct vsrv **srv)
 {
@@ -305,6 +300,40 @@ static int srv_start(const struct vcfg *cfg, struct vrt *rt, struct vio *io, str
 	return 0;
 }
 
+/* Rung 3b: bind the control socket (served from rung 7). */
+static int ctl_open(const struct vcfg *cfg, struct vctl **ctl)
+{
+	struct vctl_config cc;
+	const char *why = "";
+
+	vd_ctl_config(cfg, &cc);
+	int rc = vctl_new(&cc, ctl, &why);
+	if (rc < 0) {
+		vb_err("control socket %s: %s (%s)", cfg->control.socket, why, strerror(-rc));
+		return rc;
+	}
+	return 0;
+}
+
+/* Rung 7: serve the control socket from its own thread. */
+static int ctl_start(struct vctl *ctl, struct vd_ctl *dctl, struct vio *io, struct vrt *rt, struct vsrv *srv)
+{
+	struct vctl_hooks h;
+
+	vd_ctl_hooks(dctl, &h);
+	h.version = PACKAGE_VERSION;
+	h.features = features();
+	h.backend = vio_backend_name(io);
+	h.backend_reason = vio_backend_reason(io);
+	int rc = vctl_start(ctl, io, rt, srv, &h);
+	if (rc < 0) {
+		vb_err("control: cannot start its thread: %s", strerror(-rc));
+		return rc;
+	}
+	vb_notice("control: listening on %s", dctl->cfg->control.socket);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct vd_opts opts = { 0 };
@@ -313,6 +342,8 @@ int main(int argc, char **argv)
 	struct vio *io = NULL;
 	struct vrt *rt = NULL;
 	struct vsrv *srv = NULL;
+	struct vctl *ctl = NULL;
+	struct vd_ctl dctl;
 	sigset_t sigs;
 	bool used_file;
 	int rc, sfd;
@@ -360,9 +391,17 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	/* Rung 3b: the control socket, before anything listens: a second
+	 * voltd on the same socket stops here. */
+	vd_ctl_init(&dctl, &cfg, reload_load, &opts);
+	if (ctl_open(&cfg, &ctl) < 0) {
+		rc = EX_UNAVAILABLE;
+		goto fini_dctl;
+	}
+
 	if (io_start(&cfg, &io) < 0) {
 		rc = EX_UNAVAILABLE;
-		goto close_signals;
+		goto free_ctl;
 	}
 	if (rt_start(&cfg, io, &rt) < 0) {
 		rc = EX_OSERR;
@@ -373,9 +412,15 @@ int main(int argc, char **argv)
 		goto stop_rt;
 	}
 
+	vd_ctl_attach(&dctl, rt, srv);
+	if (ctl_start(ctl, &dctl, io, rt, srv) < 0) {
+		rc = EX_OSERR;
+		goto stop_rt;
+	}
+
 	vd_notify("READY=1\nSTATUS=running");
 	vb_notice("ready");
-	int sig = wait_signals(sfd, &opts, &cfg, rt);
+	int sig = wait_signals(sfd, &dctl);
 	vd_notify("STOPPING=1\nSTATUS=stopping");
 	vb_notice("%s received, stopping", strsignal(sig));
 	rc = 0;
@@ -383,6 +428,8 @@ int main(int argc, char **argv)
 	vsrv_stop(srv); /* drain: finish what was received, within a bound */
 	vsrv_stats_log(srv);
 stop_rt:
+	vctl_stop(ctl); /* it reads the server's and runtime's stats */
+	vd_ctl_attach(&dctl, NULL, NULL);
 	if (srv)
 		vsrv_stop(srv);
 	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
@@ -390,7 +437,10 @@ stop_rt:
 	vrt_free(rt);
 free_io:
 	vio_free(io);
-close_signals:
+free_ctl:
+	vctl_free(ctl);
+fini_dctl:
+	vd_ctl_fini(&dctl);
 	close(sfd);
 out:
 	vb_notice("voltd stopped");

@@ -9,9 +9,11 @@ the accounting invariant: every request received got one response or was
 counted as dropped with its connection."""
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -28,9 +30,10 @@ def uring_available():
     global _uring_ok
     if _uring_ok is None:
         port = free_port()
+        tmp = tempfile.mkdtemp(prefix="voltd-uring-")
         p = subprocess.Popen([VOLTD, "-f", "-s", "io.backend=uring", "-s",
                               "server.listen=127.0.0.1:%d" % port, "-s",
-                              "scheduler.workers=1"],
+                              "scheduler.workers=1", "-s", "control.socket=%s/control.sock" % tmp],
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         out = ""
         deadline = time.monotonic() + 10
@@ -43,6 +46,7 @@ def uring_available():
         if p.poll() is None:
             p.send_signal(signal.SIGTERM)
         out = p.communicate(timeout=15)[0]
+        shutil.rmtree(tmp, ignore_errors=True)
         _uring_ok = "backend=uring" in out
     return _uring_ok
 

@@ -47,10 +47,11 @@ def test_auto_prefers_uring(daemon):
     assert "io: backend=uring" in d.log()
 
 
-def test_auto_falls_back_to_libev_under_seccomp():
+def test_auto_falls_back_to_libev_under_seccomp(tmp_path):
     assert os.path.exists(NO_URING), "the build makes tests/helpers/no_uring"
     port = free_port()
-    p = subprocess.Popen([NO_URING, VOLTD, "-f", "-c", "/dev/null", "-s", "server.listen=127.0.0.1:%d" % port],
+    p = subprocess.Popen([NO_URING, VOLTD, "-f", "-c", "/dev/null", "-s", "server.listen=127.0.0.1:%d" % port,
+                          "-s", "control.socket=%s" % (tmp_path / "control.sock")],
                          stderr=subprocess.PIPE, text=True)
     try:
         out = ""
@@ -65,9 +66,10 @@ def test_auto_falls_back_to_libev_under_seccomp():
     assert p.returncode == 0, out + rest
 
 
-def test_uring_demanded_but_forbidden_is_an_error():
+def test_uring_demanded_but_forbidden_is_an_error(tmp_path):
     assert os.path.exists(NO_URING), "the build makes tests/helpers/no_uring"
-    r = subprocess.run([NO_URING, VOLTD, "-f", "-c", "/dev/null", "-s", "io.backend=uring"],
+    r = subprocess.run([NO_URING, VOLTD, "-f", "-c", "/dev/null", "-s", "io.backend=uring",
+                        "-s", "control.socket=%s" % (tmp_path / "control.sock")],
                        capture_output=True, text=True, timeout=20)
     assert r.returncode == 69, r.stderr
     assert "io: cannot start the uring backend" in r.stderr

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ctl/commands.c: the command table (dispatch, help text and permission
+ * check come from it) and every command. Control thread only.
+ *
+ * A command line is split on blanks; argv[0] names the command. Each reply
+ * is one JSON object with "schema":"voltd.<reply>.v1" and "ok"; errors are
+ * voltd.error.v1 with a "code" (doc/ARCHITECTURE.md lists them).
+ */
+#include "config.h"
+#include "ctl/internal.h"
+#include "base/compiler.h"
+#include "base/time.h"
+#include "server/server.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_ARGS 128
+
+json_t *vctl__error(const char *code, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return json_pack("{s:s, s:b, s:s, s:s}", "schema", "voltd.error.v1", "ok", 0, "error", msg,
+			 "code", code);
+}
+
+static json_t *string_array(const struct vctl_list *l)
+{
+	json_t *a = json_array();
+	for (size_t i = 0; a && i < l->n; i++)
+		json_array_append_new(a, json_string(l->item[i]));
+	return a;
+}
+
+/* ------------------------------------------------------------ commands */
+
+static json_t *cmd_ping(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
+{
+	json_object_set_new(r, "pid", json_integer(getpid()));
+	json_object_set_new(r, "uptime_seconds", json_real((double)(vb_now_ns() - ctl->start_ns) / 1e9));
+	return NULL;
+}
+
+static json_t *cmd_version(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
+{
+	const struct vctl_hooks *h = &ctl->hooks;
+	json_object_set_new(r, "version", json_string(h->version ? h->version : PACKAGE_VERSION));
+	json_object_set_new(r, "features", json_string(h->features ? h->features : ""));
+	json_object_set_new(r, "backend", json_string(h->backend ? h->backend : ""));
+	json_object_set_new(r, "backend_reason", json_string(h->backend_reason ? h->backend_reason : ""));
+	return NULL;
+}
+
+static json_t *cmd_help(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < vctl__n_commands; i++) {
+		const struct vctl_cmd *c = &vctl__commands[i];
+		json_array_append_new(a, json_pack("{s:s, s:s, s:s, s:s, s:b}", "name", c->name, "args", c->args,
+						   "level", vctl__level_name(c->level), "help", c->help,
+						   "allowed", peer->level >= c->level));
+	}
+	json_object_set_new(r, "level", json_string(vctl__level_name(peer->level)));
+	json_object_set_new(r, "commands", a);
+	return NULL;
+}
+
+static json_t *cmd_stats(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
+{
+	if (argc > 2)
+		return vctl__error("usage", "usage: stats [SECTION]");
+	if (vctl__stats_json(ctl, argc == 2 ? argv[1] : NULL, r) < 0) {
+		char list[256] = "";
+		size_t off = 0;
+		for (unsigned i = 0; vctl__stats_sections[i] && off < sizeof(list); i++)
+			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "",
+						vctl__stats_sections[i]);
+		return vctl__error("invalid", "stats: no section '%s' (sections: %s)", argv[1], list);
+	}
+	return NULL;
+}
+
+static json_t *cmd_metrics(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&text, &len);
+
+	if (argc != 1)
+		return vctl__error("usage", "usage: metrics");
+	if (!fp)
+		return vctl__error("internal", "out of memory");
+	vctl__prom_write(ctl, fp);
+	fclose(fp);
+	json_object_set_new(r, "content_type", json_string("text/plain; version=0.0.4"));
+	json_object_set_new(r, "text", json_stringn(text, len));
+	free(text);
+	return NULL;
+}
+
+static json_t *cmd_hist(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
+{
+	if (argc != 2)
+		return vctl__error("usage", "usage: hist NAME (a job kind, or sched / poll)");
+	if (vctl__hist_json(ctl, argv[1], r) < 0)
+		return vctl__error("invalid", "hist: no histogram '%s'", argv[1]);
+	return NULL;
+}
+
+static const char *apply_name(enum vctl_apply a)
+{
+	return a == VCTL_APPLY_LIVE ? "live" : a == VCTL_APPLY_RELOAD ? "reload" : "restart";
+}
+
+static json_t *config_item(const struct vctl_config_item *it)
+{
+	return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "key", it->key, "value", it->value, "default", it->def,
+			 "source", it->source, "apply", apply_name(it->apply), "doc", it->doc);
+}
+
+static json_t *cmd_config(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
+{
+	const struct vctl_hooks *h = &ctl->hooks;
+	struct vctl_config_item it;
+	json_t *a;
+
+	if (!h->config_count || !h->config_get)
+		return vctl__error("unsupported", "config: not available");
+	size_t n = h->config_count(h->ctx);
+	/* In the order asked (all keys in schema order when none is named);
+	 * an unknown name is an error, not a gap. */
+	a = json_array();
+	if (argc == 1)
+		for (size_t i = 0; i < n; i++) {
+			h->config_get(h->ctx, i, &it);
+			json_array_append_new(a, config_item(&it));
+		}
+	for (int j = 1; j < argc; j++) {
+		bool found = false;
+		for (size_t i = 0; i < n && !found; i++) {
+			h->config_get(h->ctx, i, &it);
+			found = strcmp(it.key, argv[j]) == 0;
+		}
+		if (!found) {
+			json_decref(a);
+			return vctl__error("invalid", "config: no key '%s' (keys are SECTION.NAME)", argv[j]);
+		}
+		json_array_append_new(a, config_item(&it));
+	}
+	json_object_set_new(r, "keys", a);
+	return NULL;
+}
+
+static json_t *cmd_schema(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
+{
+	json_object_set_new(r, "schemas", vctl__schemas());
+	return NULL;
+}
+
+static json_t *cmd_set(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
+{
+	const struct vctl_hooks *h = &ctl->hooks;
+	struct vctl_list errors = { 0 };
+
+	if (argc < 3 || (argc - 1) % 2)
+		return vctl__error("usage", "usage: set KEY VALUE [KEY VALUE]...");
+	if (!h->config_set)
+		return vctl__error("unsupported", "set: not available");
+	size_t n = (size_t)(argc - 1) / 2;
+	char *keys[MAX_ARGS / 2], *values[MAX_ARGS / 2];
+	for (size_t i = 0; i < n; i++) {
+		keys[i] = argv[1 + 2 * i];
+		values[i] = argv[2 + 2 * i];
+	}
+	if (h->config_set(h->ctx, n, keys, values, &errors) < 0) {
+		json_t *e = vctl__error("invalid", "set: nothing changed: %s",
+					errors.n ? errors.item[0] : "rejected");
+		json_object_set_new(e, "errors", string_array(&errors));
+		vctl_list_fini(&errors);
+		return e;
+	}
+	vctl_list_fini(&errors);
+	json_t *a = json_array();
+	for (size_t i = 0; i < n; i++) {
+		struct vctl_config_item it;
+		size_t cnt = h->config_count(h->ctx);
+		for (size_t k = 0; k < cnt; k++) {
+			h->config_get(h->ctx, k, &it);
+			if (strcmp(it.key, keys[i]) == 0)
+				json_array_append_new(a, config_item(&it));
+		}
+	}
+	json_object_set_new(r, "keys", a);
+	return NULL;
+}
+
+static json_t *cmd_clear(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
+{
+	if (argc != 2 || strcmp(argv[1], "counters") != 0)
+		return vctl__error("usage", "usage: clear counters");
+	vctl__stats_clear(ctl);
+	json_object_set_new(r, "cleared", json_string("counters"));
+	return NULL;
+}
+
+static json_t *cmd_reload(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
+{
+	const struct vctl_hooks *h = &ctl->hooks;
+	struct vctl_list changed = { 0 }, restart = { 0 }, errors = { 0 };
+	json_t *ret = NULL;
+
+	if (argc != 1)
+		return vctl__error("usage", "usage: reload");
+	if (!h->reload)
+		return vctl__error("unsupported", "reload: not available");
+	if (h->reload(h->ctx, &changed, &restart, &errors) < 0) {
+		ret = vctl__error("invalid", "reload: the file has errors; the running configuration is kept");
+		json_object_set_new(ret, "errors", string_array(&errors));
+	} else {
+		json_object_set_new(r, "changed", string_array(&changed));
+		json_object_set_new(r, "restart_needed", string_array(&restart));
+	}
+	vctl_list_fini(&changed);
+	vctl_list_fini(&restart);
+	vctl_list_fini(&errors);
+	return ret;
+}
+
+static json_t *drain_common(struct vctl *ctl, int argc, bool on, json_t *r)
+{
+	const struct vctl_hooks *h = &ctl->hooks;
+
+	if (argc != 1)
+		return vctl__error("usage", "usage: %s", on ? "drain" : "undrain");
+	if (!h->drain)
+		return vctl__error("unsupported", "%s: not available", on ? "drain" : "undrain");
+	int rc = h->drain(h->ctx, on);
+	if (rc < 0)
+		return vctl__error("failed", "%s: %s", on ? "drain" : "undrain", strerror(-rc));
+	json_object_set_new(r, "draining", json_boolean(on));
+	return NULL;
+}
+
+static json_t *cmd_drain(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
+{
+	return drain_common(ctl, argc, true, r);
+}
+
+static json_t *cmd_undrain(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
+{
+	return drain_common(ctl, argc, false, r);
+}
+
+const struct vctl_cmd vctl__commands[] = {
+	{ "ping", "", VCTL_USER, "check that voltd answers", "pong", cmd_ping },
+	{ "version", "", VCTL_USER, "version, features and I/O backend", "version", cmd_version },
+	{ "help", "", VCTL_USER, "the commands and the level each needs", "help", cmd_help },
+	{ "stats", "[SECTION]", VCTL_USER, "counters and gauges of every layer (or one section)", "stats", cmd_stats },
+	{ "metrics", "", VCTL_USER, "everything in Prometheus text format 0.0.4", "metrics", cmd_metrics },
+	{ "hist", "NAME", VCTL_USER, "a latency histogram: a job kind (echo, hash...), sched or poll", "hist", cmd_hist },
+	{ "config", "[KEY...]", VCTL_USER, "effective configuration: value, source, live/reload/restart", "config",
+	  cmd_config },
+	{ "schema", "", VCTL_USER, "JSON Schemas of every reply", "schema", cmd_schema },
+	{ "set", "KEY VALUE...", VCTL_OPERATOR, "change live keys (all or none)", "set", cmd_set },
+	{ "clear", "counters", VCTL_OPERATOR, "restart the counters `stats` shows from zero", "clear", cmd_clear },
+	{ "reload", "", VCTL_ADMIN, "re-read the configuration file (as SIGHUP)", "reload", cmd_reload },
+	{ "drain", "", VCTL_ADMIN, "turn not-ready (/readyz 503) for load balancers", "drain", cmd_drain },
+	{ "undrain", "", VCTL_ADMIN, "turn ready again", "drain", cmd_undrain },
+};
+const size_t vctl__n_commands = VB_ARRAY_SIZE(vctl__commands);
+
+json_t *vctl__execute(struct vctl *ctl, const struct vctl_peer *peer, char *line)
+{
+	char *argv[MAX_ARGS + 1];
+	int argc = 0;
+	char *save = NULL;
+
+	for (char *tok = strtok_r(line, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
+		if (argc == MAX_ARGS)
+			return vctl__error("usage", "more than %d words on one line", MAX_ARGS);
+		argv[argc++] = tok;
+	}
+	if (argc == 0)
+		return vctl__error("usage", "empty command (try: help)");
+	const struct vctl_cmd *c = NULL;
+	for (size_t i = 0; i < vctl__n_commands && !c; i++)
+		if (strcmp(vctl__commands[i].name, argv[0]) == 0)
+			c = &vctl__commands[i];
+	if (!c) {
+		json_t *e = vctl__error("unknown_command", "unknown command '%.64s' (try: help)", argv[0]);
+		return e;
+	}
+	if (peer->level < c->level) {
+		VCTL_COUNT(ctl, denied);
+		json_t *e = vctl__error("permission", "%s needs the %s level; you (uid %u) are %s", c->name,
+					vctl__level_name(c->level), (unsigned)peer->uid, vctl__level_name(peer->level));
+		json_object_set_new(e, "need", json_string(vctl__level_name(c->level)));
+		json_object_set_new(e, "level", json_string(vctl__level_name(peer->level)));
+		return e;
+	}
+	char schema[64];
+	snprintf(schema, sizeof(schema), "voltd.%s.v1", c->reply);
+	json_t *r = json_pack("{s:s, s:b}", "schema", schema, "ok", 1);
+	if (!r)
+		return vctl__error("internal", "out of memory");
+	json_t *err = c->run(ctl, peer, argc, argv, r);
+	if (err) {
+		json_decref(r);
+		return err;
+	}
+	return r;
+}

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ctl/ctl.h: the control plane: a UNIX stream socket speaking one command per
+ * line and one line of JSON per reply (doc/ARCHITECTURE.md, "Control plane"),
+ * and an optional HTTP listener answering GET /metrics (Prometheus text).
+ *
+ * Threading contract: vctl_new, vctl_start, vctl_stop and vctl_free are
+ * called by the daemon's main thread. vctl_start starts the control thread,
+ * which owns every control connection and does all the work: it never runs
+ * on (nor waits for) the runtime's workers, so it answers while every worker
+ * is stuck; it only reads the runtime's and server's snapshots, so it cannot
+ * slow the HTTP path. The hooks below run on the control thread.
+ *
+ * Ownership: the control plane owns its sockets; it borrows the I/O driver,
+ * the runtime and the server (vctl_start .. vctl_stop), which must outlive
+ * that span.
+ */
+#ifndef VOLTD_CTL_CTL_H
+#define VOLTD_CTL_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "base/metric.h"
+
+struct vio;
+struct vrt;
+struct vsrv;
+struct vctl;
+
+/* Permission levels, lowest first (doc/ARCHITECTURE.md). */
+enum vctl_level { VCTL_USER = 0, VCTL_OPERATOR = 1, VCTL_ADMIN = 2 };
+
+/* Most bytes of one command line (newline included); longer lines get an
+ * error reply and the connection is closed. */
+#define VCTL_MAX_LINE 8192
+
+/* Filled by the daemon from voltd.conf; vctl_new copies it. Public. */
+struct vctl_config {
+	const char *path;            /* control.socket */
+	unsigned mode;               /* control.mode */
+	const char *group;           /* control.group; "" = leave it */
+	const char *operator_group;  /* control.operator_group; "" = nobody */
+	unsigned max_clients;        /* control.max_clients */
+	unsigned client_timeout_ms;    /* control.client_timeout_ms */
+	/* control.metrics_listen; len 0 = off */
+	struct sockaddr_storage metrics_addr;
+	socklen_t metrics_len;
+	/* An already listening control socket (socket activation), or -1. */
+	int fd;
+};
+
+/*
+ * One configuration key as the `config` command shows it. Strings are owned
+ * by whoever filled the item and stay valid until the next hook call.
+ */
+enum vctl_apply { VCTL_APPLY_LIVE, VCTL_APPLY_RELOAD, VCTL_APPLY_RESTART };
+struct vctl_config_item {
+	const char *key;      /* "section.name" */
+	const char *value;    /* effective value, as voltd.conf writes it */
+	const char *def;      /* default */
+	const char *source;   /* "default", "FILE:LINE", "-s", "set" */
+	enum vctl_apply apply;
+	const char *doc;
+};
+
+/* Result lists of `set` and `reload`; strings malloc'd, freed by
+ * vctl_list_fini. */
+struct vctl_list {
+	char **item;
+	size_t n, cap;
+};
+int vctl_list_add(struct vctl_list *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void vctl_list_fini(struct vctl_list *l);
+
+/*
+ * What the daemon does for the control plane. Every callback runs on the
+ * control thread, never concurrently with another callback of the same
+ * hooks; the daemon serialises them with its own SIGHUP handling. Any
+ * callback may be NULL (the command then answers "unsupported").
+ */
+struct vctl_hooks {
+	void *ctx;
+	/* Number of configuration keys, and key i (0 <= i < n). */
+	size_t (*config_count)(void *ctx);
+	void (*config_get)(void *ctx, size_t i, struct vctl_config_item *out);
+	/* Set n keys ("section.name") to values, all or none: 0, or < 0 with
+	 * one line per problem in *errors (nothing changed). A key that cannot
+	 * change live is an error. */
+	int (*config_set)(void *ctx, size_t n, char *const *keys, char *const *values,
+			  struct vctl_list *errors);
+	/* Re-read the configuration file as SIGHUP does. 0 with the keys
+	 * whose value changed in *changed (live ones applied) and those that
+	 * need a restart in *restart; < 0 with the file's "FILE:LINE: key:
+	 * problem" lines in *errors (the running configuration is kept). */
+	int (*reload)(void *ctx, struct vctl_list *changed, struct vctl_list *restart,
+		      struct vctl_list *errors);
+	/* Turn not-ready (/readyz 503) or ready again. 0 or -errno. */
+	int (*drain)(void *ctx, bool on);
+	/* Build facts for `version` and voltd_build_info (static strings). */
+	const char *version, *features;
+	const char *backend, *backend_reason;
+};
+
+/* Counters and gauges of the control plane itself; every field is a
+ * uint64_t described by a row of vctl_metrics (socket.c). */
+struct vctl_stats {
+	uint64_t connections, clients, refused_busy;
+	uint64_t commands, errors, denied;
+	uint64_t lines_too_long, idle_closed, accept_errors;
+	uint64_t metrics_requests;
+};
+extern const struct vb_metric vctl_metrics[];
+extern const size_t vctl_metrics_n;
+
+/*
+ * Create the control socket (or adopt cfg->fd): create its directory when
+ * missing, replace a stale socket file, set mode and group; bind
+ * metrics_listen. Nothing is served until vctl_start. Returns 0 or -errno;
+ * -EADDRINUSE when a live process answers on the socket. *why receives a
+ * static explanation on failure.
+ */
+int vctl_new(const struct vctl_config *cfg, struct vctl **out, const char **why);
+
+/* Start the control thread serving the I/O driver's, runtime's and
+ * server's statistics and the daemon's hooks (copied). 0 or -errno. */
+int vctl_start(struct vctl *ctl, struct vio *io, struct vrt *rt, struct vsrv *srv,
+	       const struct vctl_hooks *hooks);
+
+/* Stop the control thread and close every connection. Idempotent. */
+void vctl_stop(struct vctl *ctl);
+
+/* Close the sockets and unlink the socket path (when voltd created it). */
+void vctl_free(struct vctl *ctl);
+
+/* Snapshot of the control plane's own counters. Any thread. */
+void vctl_stats_get(struct vctl *ctl, struct vctl_stats *out);
+
+/* Resolve a group name to a gid: 0 or -ENOENT. */
+int vctl_group_gid(const char *name, unsigned *gid);
+
+#endif

@@ -1,0 +1,22 @@
+# SPDX-License-Identifier: MIT
+# src/ctl: the control plane (control socket thread, commands, renderers)
+# and its integration tests (pytest).
+libvolt_a_SOURCES += \
+	src/ctl/ctl.h src/ctl/internal.h \
+	src/ctl/socket.c \
+	src/ctl/peer.c \
+	src/ctl/commands.c \
+	src/ctl/stats.c \
+	src/ctl/prom.c \
+	src/ctl/schema.c
+
+# Integration tests (pytest): a real voltd and its control socket.
+TESTS += tests/integration/test_ctl.py
+EXTRA_DIST += tests/integration/ctlutil.py tests/integration/test_ctl.py
+
+# The reply schemas, written once as JSON, embedded as a C string.
+BUILT_SOURCES += ctl-schemas.inc
+ctl-schemas.inc: $(top_srcdir)/src/ctl/schemas.json
+	$(AM_V_GEN)sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $< > $@
+CLEANFILES += ctl-schemas.inc
+EXTRA_DIST += src/ctl/schemas.json

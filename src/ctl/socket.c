@@ -1,0 +1,714 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ctl/socket.c: the control socket and the metrics listener, and the control
+ * thread's epoll loop that serves both.
+ *
+ * Threading: everything below runs on the control thread, except
+ * vctl_new / vctl_start / vctl_stop / vctl_free (main thread, before the
+ * thread starts or after it has been joined) and vctl_stats_get (any thread:
+ * relaxed loads, see internal.h). Stopping: vctl_stop writes the eventfd,
+ * the thread sees it and returns; pthread_join orders everything it did
+ * before main frees anything.
+ *
+ * Bounds (abuse): a command line is at most VCTL_MAX_LINE bytes; at most
+ * max_clients connections are open (more get one error line and are
+ * closed); a connection with nothing to do for client_timeout_ms is closed; a
+ * client that does not read its replies holds at most one reply: no further
+ * line of it is read until that reply is sent, so its memory is bounded.
+ */
+#include "config.h"
+#include "ctl/internal.h"
+#include "base/compiler.h"
+#include "base/log.h"
+#include "base/time.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+enum client_kind { CLIENT_CONTROL, CLIENT_METRICS };
+
+struct vctl_client {
+	int fd;
+	enum client_kind kind;
+	struct vctl_peer peer;
+	char in[VCTL_MAX_LINE];
+	size_t in_len;
+	char *out;           /* one pending reply (malloc'd), or NULL */
+	size_t out_len, out_off;
+	bool close_after;    /* close once out is sent */
+	int64_t active_ns;   /* last progress */
+	uint32_t events;     /* registered epoll events */
+};
+
+/* epoll data of the listeners and the eventfd (clients carry a pointer). */
+static char tag_ctl, tag_metrics, tag_stop;
+
+/* ------------------------------------------------------------ lists */
+
+int vctl_list_add(struct vctl_list *l, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	if (!s)
+		return -ENOMEM;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 8;
+		char **m = realloc(l->item, cap * sizeof(*m));
+		if (!m) {
+			free(s);
+			return -ENOMEM;
+		}
+		l->item = m;
+		l->cap = cap;
+	}
+	l->item[l->n++] = s;
+	return 0;
+}
+
+void vctl_list_fini(struct vctl_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->item[i]);
+	free(l->item);
+	l->item = NULL;
+	l->n = l->cap = 0;
+}
+
+int vctl_group_gid(const char *name, unsigned *gid)
+{
+	struct group gr, *res = NULL;
+	char buf[4096];
+
+	if (getgrnam_r(name, &gr, buf, sizeof(buf), &res) != 0 || !res)
+		return -ENOENT;
+	*gid = (unsigned)res->gr_gid;
+	return 0;
+}
+
+/* ------------------------------------------------------------ setup */
+
+/* mkdir -p of the socket's directory (mode 0755 for new levels). */
+static int make_parent_dirs(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, path, len + 1);
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	for (char *p = dir + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Is a live process answering on path? 1 yes, 0 no (stale or absent). */
+static int socket_alive(const struct sockaddr_un *sa)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	int rc = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
+	int e = errno;
+	close(fd);
+	if (rc == 0)
+		return 1;
+	/* EAGAIN: its backlog is full, so something is listening. */
+	return e == EAGAIN ? 1 : 0;
+}
+
+static int bind_control(struct vctl *ctl, const char **why)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, rc;
+
+	if (strlen(ctl->path) >= sizeof(sa.sun_path)) {
+		*why = "socket path too long";
+		return -ENAMETOOLONG;
+	}
+	memcpy(sa.sun_path, ctl->path, strlen(ctl->path) + 1);
+	rc = make_parent_dirs(ctl->path);
+	if (rc < 0) {
+		*why = "cannot create the socket's directory";
+		return rc;
+	}
+	if (lstat(ctl->path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			*why = "the path exists and is not a socket";
+			return -EEXIST;
+		}
+		if (socket_alive(&sa) > 0) {
+			*why = "another voltd is answering on it";
+			return -EADDRINUSE;
+		}
+		if (unlink(ctl->path) < 0 && errno != ENOENT) {
+			*why = "cannot remove the stale socket";
+			return -errno;
+		}
+		vb_notice("control: replaced the stale socket %s", ctl->path);
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		*why = "socket";
+		return -errno;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		rc = -errno;
+		*why = "bind";
+		goto close_fd;
+	}
+	ctl->created_path = true;
+	if (ctl->cfg.group && *ctl->cfg.group) {
+		unsigned gid;
+		if (vctl_group_gid(ctl->cfg.group, &gid) < 0) {
+			rc = -ENOENT;
+			*why = "control.group names no group";
+			goto close_fd;
+		}
+		if (chown(ctl->path, (uid_t)-1, (gid_t)gid) < 0) {
+			rc = -errno;
+			*why = "cannot give the socket to control.group";
+			goto close_fd;
+		}
+	}
+	if (chmod(ctl->path, ctl->cfg.mode) < 0) {
+		rc = -errno;
+		*why = "cannot set control.mode";
+		goto close_fd;
+	}
+	if (listen(fd, 64) < 0) {
+		rc = -errno;
+		*why = "listen";
+		goto close_fd;
+	}
+	ctl->lfd = fd;
+	return 0;
+close_fd:
+	close(fd);
+	return rc;
+}
+
+static int bind_metrics(struct vctl *ctl, const char **why)
+{
+	int one = 1;
+	int fd = socket(ctl->cfg.metrics_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		*why = "metrics_listen: socket";
+		return -errno;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ctl->cfg.metrics_addr, ctl->cfg.metrics_len) < 0 ||
+	    listen(fd, 64) < 0) {
+		int rc = -errno;
+		*why = "metrics_listen: cannot listen";
+		close(fd);
+		return rc;
+	}
+	ctl->mfd = fd;
+	return 0;
+}
+
+int vctl_new(const struct vctl_config *cfg, struct vctl **out, const char **why)
+{
+	struct vctl *ctl = calloc(1, sizeof(*ctl));
+	int rc;
+
+	*why = "out of memory";
+	if (!ctl)
+		return -ENOMEM;
+	ctl->cfg = *cfg;
+	ctl->lfd = ctl->mfd = ctl->epfd = ctl->evfd = -1;
+	ctl->self_uid = geteuid();
+	ctl->start_ns = vb_now_ns();
+	snprintf(ctl->path, sizeof(ctl->path), "%s", cfg->path ? cfg->path : "");
+	ctl->cfg.path = ctl->path;
+	ctl->cfg.group = NULL; /* only used below, before returning */
+	if (cfg->operator_group && *cfg->operator_group) {
+		unsigned gid;
+		if (vctl_group_gid(cfg->operator_group, &gid) < 0) {
+			*why = "control.operator_group names no group";
+			rc = -ENOENT;
+			goto fail;
+		}
+		ctl->has_op_gid = true;
+		ctl->op_gid = (gid_t)gid;
+	}
+	ctl->cfg.operator_group = NULL;
+	if (cfg->fd >= 0) {
+		ctl->lfd = cfg->fd;
+		int fl = fcntl(ctl->lfd, F_GETFL);
+		if (fl >= 0)
+			fcntl(ctl->lfd, F_SETFL, fl | O_NONBLOCK);
+	} else {
+		ctl->cfg.group = cfg->group;
+		rc = bind_control(ctl, why);
+		ctl->cfg.group = NULL;
+		if (rc < 0)
+			goto fail;
+	}
+	if (cfg->metrics_len) {
+		rc = bind_metrics(ctl, why);
+		if (rc < 0)
+			goto fail;
+	}
+	*out = ctl;
+	return 0;
+fail:
+	vctl_free(ctl);
+	return rc;
+}
+
+/* ------------------------------------------------------------ clients */
+
+static void client_watch(struct vctl *ctl, struct vctl_client *c, uint32_t events)
+{
+	if (c->events == events)
+		return;
+	struct epoll_event ev = { .events = events, .data.ptr = c };
+	epoll_ctl(ctl->epfd, EPOLL_CTL_MOD, c->fd, &ev);
+	c->events = events;
+}
+
+static void client_close(struct vctl *ctl, struct vctl_client *c)
+{
+	for (unsigned i = 0; i < ctl->n_clients; i++) {
+		if (ctl->clients[i] == c) {
+			ctl->clients[i] = ctl->clients[--ctl->n_clients];
+			break;
+		}
+	}
+	close(c->fd); /* also leaves the epoll set */
+	free(c->out);
+	free(c);
+	VCTL_GAUGE(ctl, clients, ctl->n_clients);
+}
+
+/* Send what is pending. Returns false when the client was closed. */
+static bool client_flush(struct vctl *ctl, struct vctl_client *c)
+{
+	while (c->out && c->out_off < c->out_len) {
+		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			client_watch(ctl, c, EPOLLOUT);
+			return true;
+		}
+		if (n <= 0) {
+			client_close(ctl, c);
+			return false;
+		}
+		c->out_off += (size_t)n;
+		c->active_ns = vb_now_ns();
+	}
+	free(c->out);
+	c->out = NULL;
+	c->out_len = c->out_off = 0;
+	if (c->close_after) {
+		client_close(ctl, c);
+		return false;
+	}
+	client_watch(ctl, c, EPOLLIN);
+	return true;
+}
+
+static void client_queue(struct vctl_client *c, char *text, size_t len)
+{
+	c->out = text;
+	c->out_len = len;
+	c->out_off = 0;
+}
+
+/* Queue a JSON reply as one line. Frees reply. */
+static void client_reply(struct vctl *ctl, struct vctl_client *c, json_t *reply)
+{
+	json_t *ok = json_object_get(reply, "ok");
+	if (!json_is_true(ok))
+		VCTL_COUNT(ctl, errors);
+	char *s = json_dumps(reply, JSON_COMPACT | JSON_REAL_PRECISION(9));
+	json_decref(reply);
+	if (!s) {
+		s = strdup("{\"schema\":\"voltd.error.v1\",\"ok\":false,\"error\":\"out of memory\",\"code\":\"internal\"}");
+		if (!s) {
+			c->close_after = true;
+			return;
+		}
+	}
+	size_t len = strlen(s);
+	char *line = realloc(s, len + 2);
+	if (!line) {
+		free(s);
+		c->close_after = true;
+		return;
+	}
+	line[len] = '\n';
+	line[len + 1] = '\0';
+	client_queue(c, line, len + 1);
+}
+
+/* A GET /metrics request (or anything else) on the metrics listener. */
+static void metrics_answer(struct vctl *ctl, struct vctl_client *c)
+{
+	char *body = NULL, *resp = NULL;
+	size_t blen = 0;
+	const char *status = "200 OK";
+	const char *ctype = "text/plain; version=0.0.4; charset=utf-8";
+	bool head = strncmp(c->in, "HEAD ", 5) == 0;
+
+	VCTL_COUNT(ctl, metrics_requests);
+	if (strncmp(c->in, "GET /metrics ", 13) == 0 || strncmp(c->in, "GET /metrics?", 13) == 0 ||
+	    strncmp(c->in, "HEAD /metrics ", 14) == 0) {
+		FILE *fp = open_memstream(&body, &blen);
+		if (fp) {
+			vctl__prom_write(ctl, fp);
+			fclose(fp);
+		}
+	} else if (strncmp(c->in, "GET ", 4) == 0 || head) {
+		status = "404 Not Found";
+		ctype = "text/plain; charset=utf-8";
+		body = strdup("only /metrics is served here\n");
+	} else {
+		status = "405 Method Not Allowed";
+		ctype = "text/plain; charset=utf-8";
+		body = strdup("only GET /metrics is served here\n");
+	}
+	blen = body ? strlen(body) : 0;
+	int n = asprintf(&resp, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+			 status, ctype, blen, head || !body ? "" : body);
+	free(body);
+	c->close_after = true;
+	if (n < 0)
+		return;
+	client_queue(c, resp, (size_t)n);
+}
+
+/* Handle what is in c->in. Returns false when c was closed. */
+static bool client_process(struct vctl *ctl, struct vctl_client *c)
+{
+	if (c->kind == CLIENT_METRICS) {
+		char *end = memmem(c->in, c->in_len, "\r\n\r\n", 4);
+		if (!end) {
+			if (c->in_len < sizeof(c->in) - 1)
+				return true; /* need more */
+			c->in[sizeof(c->in) - 1] = '\0';
+		} else {
+			*end = '\0';
+		}
+		metrics_answer(ctl, c);
+		if (!c->out) {
+			client_close(ctl, c);
+			return false;
+		}
+		return client_flush(ctl, c);
+	}
+	/* One line at a time; the next only after its reply has gone out. */
+	while (!c->out) {
+		char *nl = memchr(c->in, '\n', c->in_len);
+		if (!nl) {
+			if (c->in_len == sizeof(c->in)) {
+				VCTL_COUNT(ctl, lines_too_long);
+				client_reply(ctl, c, vctl__error("invalid", "command line longer than %d bytes; closing",
+								  VCTL_MAX_LINE - 1));
+				c->close_after = true;
+				c->in_len = 0;
+			}
+			break;
+		}
+		*nl = '\0';
+		if (nl > c->in && nl[-1] == '\r')
+			nl[-1] = '\0';
+		VCTL_COUNT(ctl, commands);
+		client_reply(ctl, c, vctl__execute(ctl, &c->peer, c->in));
+		size_t used = (size_t)(nl - c->in) + 1;
+		memmove(c->in, nl + 1, c->in_len - used);
+		c->in_len -= used;
+	}
+	if (c->out)
+		return client_flush(ctl, c);
+	if (c->close_after) {
+		client_close(ctl, c);
+		return false;
+	}
+	return true;
+}
+
+static void client_readable(struct vctl *ctl, struct vctl_client *c)
+{
+	for (;;) {
+		if (c->out)
+			return; /* a reply is pending: read nothing more (bounded memory) */
+		size_t room = sizeof(c->in) - c->in_len;
+		if (room == 0) {
+			if (!client_process(ctl, c))
+				return;
+			continue;
+		}
+		ssize_t n = recv(c->fd, c->in + c->in_len, room, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0) {
+			client_close(ctl, c);
+			return;
+		}
+		c->in_len += (size_t)n;
+		c->active_ns = vb_now_ns();
+		if (!client_process(ctl, c))
+			return;
+	}
+}
+
+static void accept_one(struct vctl *ctl, int lfd, enum client_kind kind)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			/* Out of descriptors: pause accepting for 100 ms rather
+			 * than spin on a listener that stays readable. */
+			VCTL_COUNT(ctl, accept_errors);
+			ctl->accept_resume_ns = vb_now_ns() + 100 * VB_NS_PER_MS;
+			struct epoll_event ev = { .events = 0, .data.ptr = &tag_ctl };
+			epoll_ctl(ctl->epfd, EPOLL_CTL_MOD, ctl->lfd, &ev);
+			if (ctl->mfd >= 0) {
+				ev.data.ptr = &tag_metrics;
+				epoll_ctl(ctl->epfd, EPOLL_CTL_MOD, ctl->mfd, &ev);
+			}
+		}
+		return;
+	}
+	if (kind == CLIENT_CONTROL)
+		VCTL_COUNT(ctl, connections);
+	if (ctl->n_clients >= ctl->cfg.max_clients) {
+		static const char busy[] =
+			"{\"schema\":\"voltd.error.v1\",\"ok\":false,\"error\":\"too many control clients\",\"code\":\"busy\"}\n";
+		static const char busy_http[] =
+			"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+		VCTL_COUNT(ctl, refused_busy);
+		if (kind == CLIENT_CONTROL)
+			(void)!send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		else
+			(void)!send(fd, busy_http, sizeof(busy_http) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		close(fd);
+		return;
+	}
+	struct vctl_client *c = calloc(1, sizeof(*c));
+	struct vctl_client **arr = realloc(ctl->clients, (ctl->n_clients + 1) * sizeof(*arr));
+	if (!c || !arr) {
+		free(c);
+		if (arr)
+			ctl->clients = arr;
+		close(fd);
+		return;
+	}
+	ctl->clients = arr;
+	c->fd = fd;
+	c->kind = kind;
+	c->active_ns = vb_now_ns();
+	if (kind == CLIENT_CONTROL && vctl__peer_get(ctl, fd, &c->peer) < 0) {
+		free(c);
+		close(fd);
+		return;
+	}
+	c->events = EPOLLIN;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+	if (epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		free(c);
+		close(fd);
+		return;
+	}
+	ctl->clients[ctl->n_clients++] = c;
+	VCTL_GAUGE(ctl, clients, ctl->n_clients);
+}
+
+static void resume_accepting(struct vctl *ctl)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &tag_ctl };
+	epoll_ctl(ctl->epfd, EPOLL_CTL_MOD, ctl->lfd, &ev);
+	if (ctl->mfd >= 0) {
+		ev.data.ptr = &tag_metrics;
+		epoll_ctl(ctl->epfd, EPOLL_CTL_MOD, ctl->mfd, &ev);
+	}
+	ctl->accept_resume_ns = 0;
+}
+
+/* Close connections that made no progress for client_timeout_ms. */
+static void expire_idle(struct vctl *ctl, int64_t now)
+{
+	int64_t limit = (int64_t)ctl->cfg.client_timeout_ms * VB_NS_PER_MS;
+
+	for (unsigned i = 0; i < ctl->n_clients;) {
+		struct vctl_client *c = ctl->clients[i];
+		if (now - c->active_ns > limit) {
+			VCTL_COUNT(ctl, idle_closed);
+			client_close(ctl, c); /* moves the last client to i */
+			continue;
+		}
+		i++;
+	}
+}
+
+static void *control_thread(void *arg)
+{
+	struct vctl *ctl = arg;
+	struct epoll_event evs[32];
+
+	for (;;) {
+		int n = epoll_wait(ctl->epfd, evs, 32, 200);
+		if (n < 0 && errno != EINTR) {
+			vb_err("control: epoll_wait: %s", strerror(errno));
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			void *p = evs[i].data.ptr;
+			if (p == &tag_stop)
+				return NULL;
+			if (p == &tag_ctl) {
+				accept_one(ctl, ctl->lfd, CLIENT_CONTROL);
+				continue;
+			}
+			if (p == &tag_metrics) {
+				accept_one(ctl, ctl->mfd, CLIENT_METRICS);
+				continue;
+			}
+			struct vctl_client *c = p;
+			/* An earlier event of this batch may have closed c: it
+			 * is then no longer in the list. */
+			bool live = false;
+			for (unsigned j = 0; j < ctl->n_clients && !live; j++)
+				live = ctl->clients[j] == c;
+			if (!live)
+				continue;
+			if (evs[i].events & EPOLLOUT) {
+				if (!client_flush(ctl, c))
+					continue;
+				client_readable(ctl, c); /* lines that waited */
+				continue;
+			}
+			if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+				client_readable(ctl, c);
+		}
+		int64_t now = vb_now_ns();
+		if (ctl->accept_resume_ns && now >= ctl->accept_resume_ns)
+			resume_accepting(ctl);
+		expire_idle(ctl, now);
+	}
+	return NULL;
+}
+
+int vctl_start(struct vctl *ctl, struct vio *io, struct vrt *rt, struct vsrv *srv,
+	       const struct vctl_hooks *hooks)
+{
+	int rc;
+
+	ctl->io = io;
+	ctl->rt = rt;
+	ctl->srv = srv;
+	ctl->hooks = *hooks;
+	ctl->epfd = epoll_create1(EPOLL_CLOEXEC);
+	ctl->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ctl->epfd < 0 || ctl->evfd < 0)
+		return -errno;
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = &tag_ctl };
+	if (epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, ctl->lfd, &ev) < 0)
+		return -errno;
+	ev.data.ptr = &tag_stop;
+	if (epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, ctl->evfd, &ev) < 0)
+		return -errno;
+	if (ctl->mfd >= 0) {
+		ev.data.ptr = &tag_metrics;
+		if (epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, ctl->mfd, &ev) < 0)
+			return -errno;
+	}
+	rc = pthread_create(&ctl->thread, NULL, control_thread, ctl);
+	if (rc)
+		return -rc;
+	ctl->started = true;
+	return 0;
+}
+
+void vctl_stop(struct vctl *ctl)
+{
+	if (!ctl || !ctl->started)
+		return;
+	uint64_t one = 1;
+	(void)!write(ctl->evfd, &one, sizeof(one));
+	pthread_join(ctl->thread, NULL);
+	ctl->started = false;
+	while (ctl->n_clients)
+		client_close(ctl, ctl->clients[0]);
+}
+
+void vctl_free(struct vctl *ctl)
+{
+	if (!ctl)
+		return;
+	vctl_stop(ctl);
+	free(ctl->clients);
+	vctl__snap_fini(&ctl->snap);
+	vctl__snap_fini(&ctl->base);
+	if (ctl->lfd >= 0)
+		close(ctl->lfd);
+	if (ctl->created_path)
+		unlink(ctl->path);
+	if (ctl->mfd >= 0)
+		close(ctl->mfd);
+	if (ctl->epfd >= 0)
+		close(ctl->epfd);
+	if (ctl->evfd >= 0)
+		close(ctl->evfd);
+	free(ctl);
+}
+
+void vctl_stats_get(struct vctl *ctl, struct vctl_stats *out)
+{
+	uint64_t *w = (uint64_t *)out;
+
+	/* Relaxed: single-writer statistics (internal.h). */
+	for (size_t i = 0; i < VB_ARRAY_SIZE(ctl->counters); i++)
+		w[i] = atomic_load_explicit(&ctl->counters[i], memory_order_relaxed);
+}
+
+#define M(field, kind, help) VB_METRIC(struct vctl_stats, field, kind, "", help)
+const struct vb_metric vctl_metrics[] = {
+	M(connections, VB_METRIC_COUNTER, "control connections accepted"),
+	M(clients, VB_METRIC_GAUGE, "control and metrics connections open now"),
+	M(refused_busy, VB_METRIC_COUNTER, "connections refused because control.max_clients were open"),
+	M(commands, VB_METRIC_COUNTER, "command lines answered"),
+	M(errors, VB_METRIC_COUNTER, "error replies (of the commands)"),
+	M(denied, VB_METRIC_COUNTER, "commands refused for want of a permission level (of the errors)"),
+	M(lines_too_long, VB_METRIC_COUNTER, "connections closed for a command line over the limit"),
+	M(idle_closed, VB_METRIC_COUNTER, "connections closed by control.client_timeout_ms"),
+	M(accept_errors, VB_METRIC_COUNTER, "accepts that failed for want of file descriptors or memory"),
+	M(metrics_requests, VB_METRIC_COUNTER, "HTTP requests on control.metrics_listen"),
+};
+const size_t vctl_metrics_n = VB_ARRAY_SIZE(vctl_metrics);
+static_assert(sizeof(struct vctl_stats) == sizeof(vctl_metrics) / sizeof(vctl_metrics[0]) * sizeof(uint64_t),
+	      "every field of struct vctl_stats has a row in vctl_metrics");
+#undef M

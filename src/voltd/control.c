@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * voltd/control.c: what the daemon does for the control socket (src/ctl):
+ * the `config`, `set`, `reload` and `drain` hooks, and the reload that
+ * SIGHUP runs too, so both report the same thing.
+ *
+ * Threading: the hooks run on the control thread, SIGHUP's reload on the
+ * main thread; d->mu serialises every read and write of the running
+ * configuration between them. Live values reach the runtime and the logger
+ * through their own thread-safe setters (vrt_set_*, vb_log_set_level).
+ */
+#include "config.h"
+#include "voltd/control.h"
+#include "base/log.h"
+#include "rt/rt.h"
+#include "server/server.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void vd_ctl_init(struct vd_ctl *d, struct vcfg *cfg, vd_ctl_load_fn *load, void *load_ctx)
+{
+	memset(d, 0, sizeof(*d));
+	pthread_mutex_init(&d->mu, NULL);
+	d->cfg = cfg;
+	d->load = load;
+	d->load_ctx = load_ctx;
+}
+
+void vd_ctl_fini(struct vd_ctl *d)
+{
+	pthread_mutex_destroy(&d->mu);
+}
+
+void vd_ctl_attach(struct vd_ctl *d, struct vrt *rt, struct vsrv *srv)
+{
+	pthread_mutex_lock(&d->mu);
+	d->rt = rt;
+	d->srv = srv;
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* Push the live keys of d->cfg to their subsystems. d->mu held. */
+static void apply_live(struct vd_ctl *d)
+{
+	const struct vcfg *cfg = d->cfg;
+
+	vb_log_set_level(cfg->log.level);
+	if (!d->rt)
+		return;
+	vrt_set_stealing(d->rt, cfg->scheduler.stealing);
+	vrt_set_global_interval(d->rt, cfg->scheduler.global_interval_min, cfg->scheduler.global_interval_max);
+	vrt_set_lifo_poll_cap(d->rt, cfg->scheduler.lifo_poll_cap);
+	vrt_set_budget(d->rt, cfg->scheduler.budget);
+	if (vrt_set_stall_warn_ms(d->rt, cfg->scheduler.stall_warn_ms) < 0 && cfg->scheduler.stall_warn_ms)
+		vb_warn("control.stall_warn_ms: the stall monitor was off at start; turning it on needs a restart");
+}
+
+int vd_ctl_config(const struct vcfg *cfg, struct vctl_config *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->path = cfg->control.socket;
+	out->mode = cfg->control.mode;
+	out->group = cfg->control.group;
+	out->operator_group = cfg->control.operator_group;
+	out->max_clients = cfg->control.max_clients;
+	out->client_timeout_ms = cfg->control.client_timeout_ms;
+	out->metrics_addr = cfg->control.metrics_listen.addr;
+	out->metrics_len = cfg->control.metrics_listen.len;
+	out->fd = -1;
+	return 0;
+}
+
+/* ------------------------------------------------------------ hooks */
+
+static size_t config_count(void *ctx)
+{
+	size_t n;
+	vcfg_schema(&n);
+	return n;
+}
+
+static void config_get(void *ctx, size_t i, struct vctl_config_item *out)
+{
+	struct vd_ctl *d = ctx;
+	size_t n;
+	const struct vcfg_key *k = &vcfg_schema(&n)[i];
+
+	snprintf(d->key, sizeof(d->key), "%s.%s", k->section, k->name);
+	pthread_mutex_lock(&d->mu);
+	vcfg_format(d->cfg, k, d->value, sizeof(d->value));
+	snprintf(d->source, sizeof(d->source), "%s", d->cfg->source[i]);
+	pthread_mutex_unlock(&d->mu);
+	out->key = d->key;
+	out->value = d->value;
+	out->def = k->def;
+	out->source = d->source;
+	out->apply = (k->flags & VCFG_F_LIVE) ? VCTL_APPLY_LIVE : VCTL_APPLY_RESTART;
+	out->doc = k->doc;
+}
+
+static const struct vcfg_key *key_by_name(const char *key)
+{
+	char section[64];
+	const char *dot = strchr(key, '.');
+
+	if (!dot || (size_t)(dot - key) >= sizeof(section))
+		return NULL;
+	memcpy(section, key, (size_t)(dot - key));
+	section[dot - key] = '\0';
+	return vcfg_key_find(section, dot + 1);
+}
+
+static int config_set(void *ctx, size_t n, char *const *keys, char *const *values, struct vctl_list *errors)
+{
+	struct vd_ctl *d = ctx;
+	struct vcfg_errors err = { 0 };
+	struct vcfg *next = malloc(sizeof(*next));
+	int rc = 0;
+
+	if (!next)
+		return -ENOMEM;
+	pthread_mutex_lock(&d->mu);
+	*next = *d->cfg;
+	for (size_t i = 0; i < n; i++) {
+		const struct vcfg_key *k = key_by_name(keys[i]);
+		if (!k) {
+			vctl_list_add(errors, "%s: unknown key", keys[i]);
+			rc = -EINVAL;
+		} else if (!(k->flags & VCFG_F_LIVE)) {
+			vctl_list_add(errors, "%s: cannot change while running (restart-only); edit the file and restart",
+				      keys[i]);
+			rc = -EINVAL;
+		} else if (vcfg_set(next, k, values[i], "set", &err) < 0) {
+			rc = -EINVAL;
+		}
+	}
+	if (rc == 0 && vcfg_validate(next, "set", &err) > 0)
+		rc = -EINVAL;
+	for (size_t i = 0; i < err.n; i++)
+		vctl_list_add(errors, "%s", err.msg[i]);
+	if (rc == 0) {
+		vcfg_copy_live(d->cfg, next);
+		apply_live(d);
+		for (size_t i = 0; i < n; i++)
+			vb_notice("control: set %s = %s", keys[i], values[i]);
+	}
+	pthread_mutex_unlock(&d->mu);
+	vcfg_errors_fini(&err);
+	free(next);
+	return rc;
+}
+
+int vd_ctl_reload(struct vd_ctl *d, struct vctl_list *changed, struct vctl_list *restart,
+		  struct vctl_list *errors)
+{
+	struct vcfg_errors err = { 0 };
+	struct vcfg *next = malloc(sizeof(*next));
+	char a[VCFG_MAX_LISTEN * 64], b[VCFG_MAX_LISTEN * 64];
+	size_t n;
+	const struct vcfg_key *schema = vcfg_schema(&n);
+	int rc = 0;
+
+	if (!next)
+		return -ENOMEM;
+	pthread_mutex_lock(&d->mu);
+	if (d->load(d->load_ctx, next, &err) > 0) {
+		for (size_t i = 0; i < err.n; i++)
+			vctl_list_add(errors, "%s", err.msg[i]);
+		rc = -EINVAL;
+		goto unlock;
+	}
+	vcfg_resolve(next);
+	for (size_t i = 0; i < n; i++) {
+		vcfg_format(d->cfg, &schema[i], a, sizeof(a));
+		vcfg_format(next, &schema[i], b, sizeof(b));
+		if (strcmp(a, b) == 0)
+			continue;
+		if (schema[i].flags & VCFG_F_LIVE)
+			vctl_list_add(changed, "%s.%s", schema[i].section, schema[i].name);
+		else
+			vctl_list_add(restart, "%s.%s", schema[i].section, schema[i].name);
+	}
+	vcfg_copy_live(d->cfg, next);
+	apply_live(d);
+unlock:
+	pthread_mutex_unlock(&d->mu);
+	vcfg_errors_fini(&err);
+	free(next);
+	return rc;
+}
+
+static int reload_hook(void *ctx, struct vctl_list *changed, struct vctl_list *restart, struct vctl_list *errors)
+{
+	int rc = vd_ctl_reload(ctx, changed, restart, errors);
+	vd_ctl_log_reload("control: reload", rc, changed, restart, errors);
+	return rc;
+}
+
+void vd_ctl_log_reload(const char *who, int rc, const struct vctl_list *changed,
+		       const struct vctl_list *restart, const struct vctl_list *errors)
+{
+	if (rc < 0) {
+		for (size_t i = 0; i < errors->n; i++)
+			vb_err("%s: %s", who, errors->item[i]);
+		vb_err("%s: configuration has errors; keeping the running one", who);
+		return;
+	}
+	for (size_t i = 0; i < changed->n; i++)
+		vb_notice("%s: %s changed (applied)", who, changed->item[i]);
+	for (size_t i = 0; i < restart->n; i++)
+		vb_warn("%s: %s changed in the file but needs a restart", who, restart->item[i]);
+	vb_notice("%s: configuration re-read (%zu live keys changed, %zu need a restart)", who, changed->n,
+		  restart->n);
+}
+
+void vd_ctl_hooks(struct vd_ctl *d, struct vctl_hooks *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->ctx = d;
+	h->config_count = config_count;
+	h->config_get = config_get;
+	h->config_set = config_set;
+	h->reload = reload_hook;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * voltd/control.h: the daemon's side of the control socket: the hooks
+ * src/ctl calls (config, set, reload, drain) and the reload SIGHUP shares.
+ * Threading: see control.c (one mutex serialises configuration changes).
+ */
+#ifndef VOLTD_VOLTD_CONTROL_H
+#define VOLTD_VOLTD_CONTROL_H
+
+#include <pthread.h>
+
+#include "ctl/ctl.h"
+#include "voltd/cfg.h"
+
+struct vrt;
+struct vsrv;
+
+/* Read the configuration again (defaults, file, -s): errors added. */
+typedef int vd_ctl_load_fn(void *ctx, struct vcfg *next, struct vcfg_errors *err);
+
+struct vd_ctl {
+	pthread_mutex_t mu;   /* guards *cfg, rt, srv */
+	struct vcfg *cfg;     /* the running configuration (main's) */
+	struct vrt *rt;
+	struct vsrv *srv;
+	vd_ctl_load_fn *load;
+	void *load_ctx;
+	/* config_get's strings (valid until the next hook call) */
+	char key[160], value[VCFG_MAX_LISTEN * 64], source[VCFG_SOURCE_LEN];
+};
+
+void vd_ctl_init(struct vd_ctl *d, struct vcfg *cfg, vd_ctl_load_fn *load, void *load_ctx);
+void vd_ctl_fini(struct vd_ctl *d);
+/* The runtime and server to tune and drain (NULL: not running). */
+void vd_ctl_attach(struct vd_ctl *d, struct vrt *rt, struct vsrv *srv);
+/* The control plane's settings from the configuration (fd = -1). */
+int vd_ctl_config(const struct vcfg *cfg, struct vctl_config *out);
+/* Fill the hooks (ctx = d); version facts are the caller's to add. */
+void vd_ctl_hooks(struct vd_ctl *d, struct vctl_hooks *h);
+/* Re-read the file; apply live keys; list what changed (see ctl.h). */
+int vd_ctl_reload(struct vd_ctl *d, struct vctl_list *changed, struct vctl_list *restart,
+		  struct vctl_list *errors);
+/* Log a reload's outcome, each line prefixed by `who`. */
+void vd_ctl_log_reload(const char *who, int rc, const struct vctl_list *changed,
+		       const struct vctl_list *restart, const struct vctl_list *errors);
+
+#endif

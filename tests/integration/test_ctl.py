@@ -1,0 +1,203 @@
+# SPDX-License-Identifier: MIT
+"""The control socket: every command and its reply schema, permission
+levels (as root, as uid 65534, as a member of control.operator_group),
+config provenance, set (all or none), reload, drain, the socket's life
+(stale file replaced, a live voltd refused)."""
+import grp
+import json
+import os
+import shutil
+import socket
+import subprocess
+
+import pytest
+
+from conftest import VOLTD, free_port
+from ctlutil import Ctl, ctl, ctl_as, shared_dir, validator
+from httputil import request
+
+NOBODY = 65534
+
+
+@pytest.fixture
+def shared():
+    d = shared_dir()
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_every_command_as_admin_matches_its_schema(daemon):
+    d = daemon("-s", "scheduler.workers=2")
+    check = validator(d)
+    assert request(d.port, "POST", "/v1/echo", body=b"hi").status == 200
+    with Ctl(d.control) as c:
+        for cmd in ["ping", "version", "help", "stats", "stats workers", "stats server", "stats kinds",
+                    "metrics", "hist echo", "config", "config scheduler.budget log.level", "schema",
+                    "set scheduler.budget 100", "clear counters", "stats", "reload"]:
+            r = check(c.cmd(cmd))
+            assert r["ok"] is True, (cmd, r)
+        # one reply per command, errors included, on the same connection
+        for cmd, code in [("bogus", "unknown_command"), ("stats nope", "invalid"), ("hist nope", "invalid"),
+                          ("set scheduler.budget", "usage"), ("config no.such", "invalid"),
+                          ("", "usage"), ("clear everything", "usage")]:
+            r = check(c.cmd(cmd))
+            assert r["ok"] is False and r["code"] == code, (cmd, r)
+        assert c.cmd("ping")["ok"]
+    # every command the table knows is listed by help, with its level
+    names = {x["name"]: x["level"] for x in ctl(d, "help")["commands"]}
+    assert names == {"ping": "user", "version": "user", "help": "user", "stats": "user", "metrics": "user",
+                     "hist": "user", "config": "user", "schema": "user", "set": "operator",
+                     "clear": "operator", "reload": "admin", "drain": "admin", "undrain": "admin"}
+    # each reply kind has a schema
+    assert set(check.schemas) >= {"voltd.%s.v1" % n for n in
+                                  ["error", "pong", "version", "help", "stats", "metrics", "hist", "config",
+                                   "schema", "set", "clear", "reload", "drain"]}
+
+
+def test_user_reads_but_cannot_change(daemon, shared):
+    sock = os.path.join(shared, "control.sock")
+    d = daemon("-s", "control.socket=" + sock, "-s", "control.mode=0666")
+    d.control = sock
+    check = validator(d)
+    before = ctl(d, "config scheduler.budget")["keys"][0]
+    replies = ctl_as(NOBODY, NOBODY, sock, "ping", "stats", "config", "metrics", "help",
+                     "set scheduler.budget 7", "clear counters", "reload", "drain", "undrain")
+    for r in replies[:5]:
+        assert check(r)["ok"] is True, r
+    assert replies[4]["level"] == "user"
+    for r, need in zip(replies[5:], ["operator", "operator", "admin", "admin", "admin"]):
+        check(r)
+        assert r["ok"] is False and r["code"] == "permission" and r["need"] == need, r
+        assert r["level"] == "user"
+    assert ctl(d, "config scheduler.budget")["keys"][0] == before
+    assert ctl(d, "stats control")["control"]["denied"] == 5
+    assert ctl(d, "stats")["cleared"] is False
+
+
+def test_operator_group_may_set_but_not_reload(daemon, shared):
+    try:
+        g = grp.getgrnam("users")
+    except KeyError:
+        pytest.skip("no group 'users' on this machine")
+    sock = os.path.join(shared, "control.sock")
+    d = daemon("-s", "control.socket=" + sock, "-s", "control.mode=0666", "-s", "control.operator_group=users")
+    d.control = sock
+    check = validator(d)
+    replies = ctl_as(NOBODY, g.gr_gid, sock, "help", "set scheduler.budget 7 log.level debug", "clear counters",
+                     "reload", "drain")
+    assert check(replies[0])["level"] == "operator"
+    assert check(replies[1])["ok"] is True, replies[1]
+    assert check(replies[2])["ok"] is True
+    for r in replies[3:]:
+        assert check(r)["code"] == "permission" and r["need"] == "admin", r
+    k = {x["key"]: x for x in ctl(d, "config scheduler.budget log.level")["keys"]}
+    assert k["scheduler.budget"]["value"] == "7" and k["scheduler.budget"]["source"] == "set"
+    assert k["log.level"]["value"] == "debug"
+    # a user (not in the group) is still only a user
+    assert ctl_as(NOBODY, NOBODY, sock, "help")[0]["level"] == "user"
+
+
+def test_no_file_runs_with_the_schema_values(daemon):
+    """Issue 9: without a file every key has its schema default (through -T
+    and through `config`), except what -s set; sources say so."""
+    d = daemon("-s", "scheduler.workers=2")
+    keys = ctl(d, "config")["keys"]
+    dump = subprocess.run([VOLTD, "-T", "-c", "/nonexistent/voltd.conf"], capture_output=True, text=True)
+    assert len(keys) > 30
+    overridden = {"server.listen", "control.socket", "scheduler.workers"}
+    for k in keys:
+        if k["key"] in overridden:
+            assert k["source"] == "-s", k
+            continue
+        assert k["source"] == "default", k
+        if k["default"] == "auto" and k["value"] != "auto":
+            assert k["value"].isdigit(), k  # a count resolved at start
+        else:
+            assert k["value"] == k["default"], k
+        assert k["apply"] in ("live", "restart")
+    live = {k["key"] for k in keys if k["apply"] == "live"}
+    assert {"scheduler.stealing", "scheduler.budget", "log.level"} <= live
+    assert "io.backend" not in live
+    # -T of a missing default file is an error; without -c it prints the schema's values
+    r = subprocess.run([VOLTD, "-T"], capture_output=True, text=True, env=dict(os.environ))
+    if r.returncode == 0 and "embedded defaults" in r.stdout:
+        for k in keys:
+            if k["key"] not in overridden and k["default"] != "auto":
+                assert "%s = %s\n" % (k["key"].split(".")[1], k["value"]) in r.stdout, k
+    assert dump.returncode == 78
+
+
+def test_config_sources_file_line_and_set(daemon, tmp_path):
+    conf = tmp_path / "v.conf"
+    conf.write_text("[scheduler]\n\nbudget = 99\n[log]\nlevel = notice\n")
+    d = daemon("-c", str(conf))
+    k = {x["key"]: x for x in ctl(d, "config scheduler.budget log.level server.listen io.backend")["keys"]}
+    assert k["scheduler.budget"]["source"] == "%s:3" % conf and k["scheduler.budget"]["value"] == "99"
+    assert k["log.level"]["source"] == "%s:5" % conf
+    assert k["server.listen"]["source"] == "-s"
+    assert k["io.backend"]["source"] == "default" and k["io.backend"]["apply"] == "restart"
+    r = ctl(d, "set scheduler.budget 50")
+    assert r["keys"][0]["source"] == "set" and r["keys"][0]["value"] == "50"
+
+
+def test_set_is_all_or_nothing(daemon):
+    d = daemon()
+    before = ctl(d, "config")["keys"]
+    for bad in ["set scheduler.budget 64 scheduler.lifo_poll_cap 99",     # second out of bounds
+                "set scheduler.budget 64 io.backend libev",               # restart-only key
+                "set scheduler.budget 64 no.such 1",                      # unknown key
+                "set scheduler.stealing sometimes",                       # not a boolean
+                "set scheduler.global_interval_min 200"]:                 # min > max (255)? no: cross-key below
+        r = ctl(d, bad)
+        if bad.endswith("200"):
+            continue
+        assert r["ok"] is False and r["code"] == "invalid" and r["errors"], (bad, r)
+    r = ctl(d, "set scheduler.global_interval_max 10 scheduler.global_interval_min 20")
+    assert r["ok"] is False and "greater than" in r["error"], r
+    after = ctl(d, "config")["keys"]
+    changed = [a for a, b in zip(before, after) if a != b and a["key"] != "scheduler.global_interval_min"]
+    assert not changed, changed
+    ctl(d, "set scheduler.global_interval_min 8")
+    r = ctl(d, "set scheduler.budget 64 scheduler.lifo_poll_cap 4 log.level debug")
+    assert r["ok"] and [k["value"] for k in r["keys"]] == ["64", "4", "debug"], r
+    d.wait_log("control: set log.level = debug")
+
+
+def test_reload_reports_changes_restart_keys_and_errors(daemon, tmp_path):
+    conf = tmp_path / "v.conf"
+    conf.write_text("[scheduler]\nbudget = 99\n")
+    d = daemon("-c", str(conf))
+    conf.write_text("[scheduler]\nbudget = 77\nglobal_batch_max = 32\n[log]\nlevel = debug\n")
+    r = ctl(d, "reload")
+    assert r["ok"], r
+    assert sorted(r["changed"]) == ["log.level", "scheduler.budget"], r
+    assert r["restart_needed"] == ["scheduler.global_batch_max"], r
+    k = {x["key"]: x for x in ctl(d, "config scheduler.budget scheduler.global_batch_max")["keys"]}
+    assert k["scheduler.budget"]["value"] == "77" and k["scheduler.budget"]["source"] == "%s:2" % conf
+    assert k["scheduler.global_batch_max"]["value"] == "64"  # not applied: restart only
+    conf.write_text("[scheduler]\nbudget = 12\nbudgte = 3\nstealing = maybe\n")
+    r = ctl(d, "reload")
+    assert r["ok"] is False and r["code"] == "invalid", r
+    assert any("%s:3: scheduler.budgte: unknown key" % conf in e for e in r["errors"]), r
+    assert any("%s:4: scheduler.stealing" % conf in e for e in r["errors"]), r
+    assert ctl(d, "config scheduler.budget")["keys"][0]["value"] == "77"
+
+
+def test_stale_socket_replaced_live_one_refused(daemon, tmp_path):
+    sock = tmp_path / "sub" / "dir" / "control.sock"
+    # a stale socket file: bound, then its process is gone
+    os.makedirs(sock.parent)
+    s = socket.socket(socket.AF_UNIX)
+    s.bind(str(sock))
+    s.close()
+    d = daemon("-s", "control.socket=%s" % sock)
+    d.control = sock
+    assert "replaced the stale socket" in d.log()
+    assert ctl(d, "ping")["ok"]
+    assert oct(os.stat(sock).st_mode & 0o777) == "0o660"
+    # a second voltd on the same socket refuses to start
+    r = subprocess.run([VOLTD, "-f", "-s", "server.listen=127.0.0.1:%d" % free_port(),
+                        "-s", "control.socket=%s" % sock], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 69, r.stderr
+    assert "another voltd is answering on it" in r.stderr, r.stderr
+    assert ctl(d, "ping")["pid"] == d.proc.pid
