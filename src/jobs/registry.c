@@ -14,6 +14,10 @@ extern const struct vjob_kind vjob_kind_spin;
 extern const struct vjob_kind vjob_kind_sleep;
 extern const struct vjob_kind vjob_kind_hash;
 extern const struct vjob_kind vjob_kind_gzip;
+#ifdef VOLTD_TEST_KINDS
+/* Test builds only (voltd-test): a kind that stalls its worker. */
+extern const struct vjob_kind vjob_kind_stall;
+#endif
 
 /* The order is the kinds' index (statistics arrays): append new kinds. */
 static const struct vjob_kind *const kinds[] = {
@@ -24,6 +28,9 @@ static const struct vjob_kind *const kinds[] = {
 	&vjob_kind_sleep,
 	&vjob_kind_hash,
 	&vjob_kind_gzip,
+#ifdef VOLTD_TEST_KINDS
+	&vjob_kind_stall,
+#endif
 };
 
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))

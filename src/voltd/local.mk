@@ -9,6 +9,14 @@ sbin_PROGRAMS += voltd
 voltd_SOURCES = src/voltd/main.c
 voltd_LDADD = $(VOLT_ALL_LIBS)
 
+# voltd-test: the same daemon plus test-only job kinds (GET /v1/stall), for
+# the integration tests. Never installed. Its own registry.o (with
+# VOLTD_TEST_KINDS) comes first on the link line, so libvolt.a's is not used.
+check_PROGRAMS += voltd-test
+voltd_test_SOURCES = src/voltd/main.c src/jobs/registry.c src/jobs/kind_stall.c
+voltd_test_CPPFLAGS = $(AM_CPPFLAGS) -DVOLTD_TEST_KINDS
+voltd_test_LDADD = $(VOLT_ALL_LIBS)
+
 check_PROGRAMS += tests/unit/test_cfg
 TESTS += tests/unit/test_cfg
 tests_unit_test_cfg_SOURCES = tests/unit/test_cfg.c
@@ -16,8 +24,8 @@ tests_unit_test_cfg_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_cfg_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
 
 # Integration tests (pytest): scripts/test runs them; `make check` too.
-TESTS += tests/integration/test_cli.py tests/integration/test_daemon_io.py
-EXTRA_DIST += tests/integration/test_cli.py tests/integration/test_daemon_io.py tests/integration/conftest.py tests/integration/pytest-driver
+TESTS += tests/integration/test_cli.py tests/integration/test_daemon_io.py tests/integration/test_stall.py
+EXTRA_DIST += tests/integration/test_cli.py tests/integration/test_daemon_io.py tests/integration/test_stall.py tests/integration/conftest.py tests/integration/pytest-driver
 
 dist_man_MANS += man/voltd.8 man/voltd.conf.5
 sysconf_voltddir = $(sysconfdir)/voltd

@@ -12,6 +12,8 @@ import pytest
 BUILDDIR = os.environ.get("VOLTD_BUILDDIR", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
 SRCDIR = os.environ.get("VOLTD_SRCDIR", os.path.join(os.path.dirname(__file__), "..", ".."))
 VOLTD = os.path.join(BUILDDIR, "voltd")
+# The same daemon with test-only job kinds (GET /v1/stall); never installed.
+VOLTD_TEST = os.path.join(BUILDDIR, "voltd-test")
 
 
 def free_port():
@@ -28,7 +30,8 @@ def run_voltd(*args, timeout=20, **kw):
 class Daemon:
     """A voltd -f process; its stderr is collected in a file."""
 
-    def __init__(self, tmp_path, args, env=None):
+    def __init__(self, tmp_path, args, env=None, binary=None):
+        self.binary = binary or VOLTD
         self.tmp = tmp_path
         self.port = free_port()
         self.log_path = tmp_path / "voltd.log"
@@ -40,7 +43,7 @@ class Daemon:
 
     def start(self, wait_for="ready", timeout=15):
         self.logf = open(self.log_path, "w")
-        self.proc = subprocess.Popen([VOLTD, *self.args], stdout=self.logf, stderr=subprocess.STDOUT,
+        self.proc = subprocess.Popen([self.binary, *self.args], stdout=self.logf, stderr=subprocess.STDOUT,
                                      cwd=self.tmp, env=self.env)
         if wait_for:
             self.wait_log(wait_for, timeout)
@@ -78,8 +81,8 @@ def daemon(tmp_path):
     the end of the test is stopped, and must exit 0."""
     started = []
 
-    def make(*args, env=None, wait_for="ready"):
-        d = Daemon(tmp_path, list(args), env).start(wait_for)
+    def make(*args, env=None, wait_for="ready", binary=None):
+        d = Daemon(tmp_path, list(args), env, binary).start(wait_for)
         started.append(d)
         return d
 
