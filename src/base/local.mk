@@ -5,6 +5,7 @@ libvolt_a_SOURCES += \
 	src/base/futex.c src/base/futex.h \
 	src/base/log.c src/base/log.h \
 	src/base/metric.c src/base/metric.h \
+	src/base/query.c src/base/query.h \
 	src/base/rng.h \
 	src/base/time.h
 libvolt_a_SOURCES += src/base/histogram.c src/base/histogram.h
@@ -15,6 +16,12 @@ TSAN_TESTS += tests/unit/test_histogram
 tests_unit_test_histogram_SOURCES = tests/unit/test_histogram.c
 tests_unit_test_histogram_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_histogram_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS)
+
+check_PROGRAMS += tests/unit/test_query
+TESTS += tests/unit/test_query
+tests_unit_test_query_SOURCES = tests/unit/test_query.c
+tests_unit_test_query_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_query_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS)
 
 # Every layer's metric tables (base/metric.h); links the whole library.
 check_PROGRAMS += tests/unit/test_metric

@@ -2,8 +2,7 @@
 # src/http: sources, tests and benchmarks of this layer (included by Makefile.am).
 libvolt_a_SOURCES += \
 	src/http/parser.c src/http/parser.h \
-	src/http/response.c src/http/response.h \
-	src/http/query.c src/http/query.h
+	src/http/response.c src/http/response.h
 
 
 check_PROGRAMS += tests/unit/test_http_parser

@@ -15,7 +15,7 @@
  */
 #include "jobs/internal.h"
 #include "base/time.h"
-#include "http/query.h"
+#include "base/query.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -50,9 +50,9 @@ static int gzip_start(struct vjob *job, const struct vjob_config *cfg)
 		return vjob__finish_fmt(job, 413, "body too large for gzip\n");
 	s->level = 6;
 	s->piece = GZIP_PIECE_FIRST;
-	if (vhttp_query_get(job->query, job->query_len, "level", &v, &n)) {
+	if (vb_query_get(job->query, job->query_len, "level", &v, &n)) {
 		if (n != 1 || v[0] < '1' || v[0] > '9' ||
-		    vhttp_query_count(job->query, job->query_len, "level") > 1)
+		    vb_query_count(job->query, job->query_len, "level") > 1)
 			return vjob__finish_fmt(job, 400, "level: one of 1..9\n");
 		s->level = v[0] - '0';
 	}

@@ -9,7 +9,7 @@
  */
 #include "jobs/internal.h"
 #include "base/time.h"
-#include "http/query.h"
+#include "base/query.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -31,14 +31,14 @@ static int hash_start(struct vjob *job, const struct vjob_config *cfg)
 	struct hash_state *s = vjob__state(job);
 	const char *v;
 	size_t n;
-	if (!vhttp_query_get(job->query, job->query_len, "alg", &v, &n) ||
+	if (!vb_query_get(job->query, job->query_len, "alg", &v, &n) ||
 	    (n == 6 && memcmp(v, "sha256", 6) == 0))
 		s->md = EVP_sha256();
 	else if (n == 6 && memcmp(v, "sha512", 6) == 0)
 		s->md = EVP_sha512();
 	else
 		return vjob__finish_fmt(job, 400, "alg: sha256 or sha512\n");
-	if (vhttp_query_count(job->query, job->query_len, "alg") > 1)
+	if (vb_query_count(job->query, job->query_len, "alg") > 1)
 		return vjob__finish_fmt(job, 400, "alg: given more than once\n");
 	return VJOB_MORE;
 }

@@ -8,7 +8,7 @@
  */
 #include "jobs/internal.h"
 #include "base/time.h"
-#include "http/query.h"
+#include "base/query.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -22,7 +22,7 @@ static int sleep_start(struct vjob *job, const struct vjob_config *cfg)
 {
 	struct sleep_state *s = vjob__state(job);
 	uint64_t ms;
-	int rc = vhttp_query_u64(job->query, job->query_len, "ms", &ms);
+	int rc = vb_query_u64(job->query, job->query_len, "ms", &ms);
 	if (rc == -ENOENT)
 		return vjob__finish_fmt(job, 400, "ms: missing (/v1/sleep?ms=N)\n");
 	if (rc < 0)

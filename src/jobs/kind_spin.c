@@ -9,7 +9,7 @@
  */
 #include "jobs/internal.h"
 #include "base/time.h"
-#include "http/query.h"
+#include "base/query.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -26,7 +26,7 @@ static int spin_start(struct vjob *job, const struct vjob_config *cfg)
 {
 	struct spin_state *s = vjob__state(job);
 	uint64_t n;
-	int rc = vhttp_query_u64(job->query, job->query_len, "n", &n);
+	int rc = vb_query_u64(job->query, job->query_len, "n", &n);
 	if (rc == -ENOENT)
 		return vjob__finish_fmt(job, 400, "n: missing (/v1/spin?n=N)\n");
 	if (rc < 0)

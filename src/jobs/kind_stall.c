@@ -10,7 +10,7 @@
 #include "jobs/internal.h"
 #include "base/compiler.h"
 #include "base/time.h"
-#include "http/query.h"
+#include "base/query.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -25,7 +25,7 @@ static int stall_start(struct vjob *job, const struct vjob_config *cfg)
 {
 	struct stall_state *s = vjob__state(job);
 	uint64_t ms;
-	int rc = vhttp_query_u64(job->query, job->query_len, "ms", &ms);
+	int rc = vb_query_u64(job->query, job->query_len, "ms", &ms);
 
 	(void)cfg;
 	if (rc == -ENOENT)

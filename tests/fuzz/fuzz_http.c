@@ -15,7 +15,7 @@
  * Single-threaded, like libFuzzer's default.
  */
 #include "http/parser.h"
-#include "http/query.h"
+#include "base/query.h"
 #include "http/response.h"
 #include "jobs/job.h"
 
@@ -69,8 +69,8 @@ static void check_request(const struct vhttp_request *r, const struct vhttp_limi
 static void serve(struct vhttp_request *r)
 {
 	uint64_t n;
-	(void)vhttp_query_u64(r->query, r->query_len, "n", &n);
-	(void)vhttp_query_count(r->query, r->query_len, "n");
+	(void)vb_query_u64(r->query, r->query_len, "n", &n);
+	(void)vb_query_count(r->query, r->query_len, "n");
 
 	const struct vjob_kind *kind;
 	struct vhttp_response resp;

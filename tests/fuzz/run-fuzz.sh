@@ -46,7 +46,7 @@ if ! "$CLANG" -fsanitize=fuzzer,address,undefined "$tmp/probe.c" -o "$tmp/probe"
 fi
 
 bin=$out/fuzz_http
-srcs="$srcdir/tests/fuzz/fuzz_http.c $srcdir/src/http/*.c $srcdir/src/jobs/*.c $srcdir/src/base/log.c"
+srcs="$srcdir/tests/fuzz/fuzz_http.c $srcdir/src/http/*.c $srcdir/src/jobs/*.c $srcdir/src/base/log.c $srcdir/src/base/query.c"
 newer=no
 [ -x "$bin" ] || newer=yes
 for f in $srcs "$srcdir"/src/http/*.h "$srcdir"/src/jobs/*.h "$srcdir"/src/base/*.h; do

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * http/query.c: see query.h. Stateless.
+ * base/query.c: see query.h. Stateless.
  */
-#include "http/query.h"
+#include "base/query.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -34,20 +34,20 @@ static bool each_param(const char *q, size_t qlen, const char *name, const char 
 	return false;
 }
 
-int vhttp_query_get(const char *q, size_t qlen, const char *name, const char **val,
+int vb_query_get(const char *q, size_t qlen, const char *name, const char **val,
 		    size_t *val_len)
 {
 	return each_param(q, qlen, name, val, val_len, NULL) ? 1 : 0;
 }
 
-size_t vhttp_query_count(const char *q, size_t qlen, const char *name)
+size_t vb_query_count(const char *q, size_t qlen, const char *name)
 {
 	size_t n = 0;
 	each_param(q, qlen, name, NULL, NULL, &n);
 	return n;
 }
 
-int vhttp_parse_u64(const char *s, size_t n, uint64_t *out)
+int vb_parse_u64(const char *s, size_t n, uint64_t *out)
 {
 	if (n == 0)
 		return -EINVAL;
@@ -71,13 +71,13 @@ range:
 	return -ERANGE;
 }
 
-int vhttp_query_u64(const char *q, size_t qlen, const char *name, uint64_t *out)
+int vb_query_u64(const char *q, size_t qlen, const char *name, uint64_t *out)
 {
 	const char *v;
 	size_t vlen;
-	if (!vhttp_query_get(q, qlen, name, &v, &vlen))
+	if (!vb_query_get(q, qlen, name, &v, &vlen))
 		return -ENOENT;
-	if (vhttp_query_count(q, qlen, name) > 1)
+	if (vb_query_count(q, qlen, name) > 1)
 		return -EINVAL;
-	return vhttp_parse_u64(v, vlen, out);
+	return vb_parse_u64(v, vlen, out);
 }
