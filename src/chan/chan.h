@@ -34,7 +34,8 @@ struct vrt_task;
 
 /*
  * Results of channel operations. These are outcomes, not failures, so the
- * operations return this enum instead of -errno (STYLE.md: clarity wins).
+ * operations return this enum instead of -errno (doc/ARCHITECTURE.md §9:
+ * when a convention fights clarity, clarity wins).
  */
 enum vch_status {
 	VCH_OK = 0,       /* the value was sent / received */

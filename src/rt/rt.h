@@ -17,7 +17,7 @@
  * also sits in the runtime's registry (one mutex per worker), so that
  * vrt_shutdown can finish or drop it: after vrt_shutdown every task spawned
  * on the runtime is complete, and wakes of complete tasks are ignored.
- * Scheduling: see DESIGN.md section 2 and the Ordering blocks of worker.c,
+ * Scheduling: see doc/ARCHITECTURE.md §2 and the Ordering blocks of worker.c,
  * task.c and wsq.c.
  */
 #ifndef VOLTD_RT_RT_H

@@ -4,7 +4,7 @@
  * scheduling, yielded tasks, the global-interval maintenance and the DRAIN
  * shutdown's quiescence detection. Searching and parking: park.c.
  *
- * find_work order (DESIGN.md section 2): every global_interval ticks the
+ * find_work order (doc/ARCHITECTURE.md §2): every global_interval ticks the
  * injection queue first (checked before local work, or a busy worker would
  * never look at it); the prefetched global batch; the LIFO slot (at most
  * lifo_poll_cap in a row, then its task goes to the back of the ring); the
@@ -161,7 +161,7 @@ static void schedule_remote(struct vrt *rt, struct vrt_task *t)
  *  - while the injection queue holds fresh work (spawns, wakes, overflow:
  *    anything but yielded tasks), they go to its tail, behind that work, and
  *    the worker takes a batch from its head; budget-forced yields always go
- *    there (DESIGN.md);
+ *    there (doc/ARCHITECTURE.md §2, "Budget");
  *  - otherwise to the back of the worker's own ring, where idle workers can
  *    steal them. Only yielded tasks would be queued globally then, and
  *    sending them through the shared queue would move each of them between

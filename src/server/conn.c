@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server/conn.c: the connection task, the parse stage of DESIGN.md §5 and
+ * server/conn.c: the connection task, the parse stage (doc/ARCHITECTURE.md §5) and
  * the sending end of the write stage (its batch and answers: output.c).
  * One task per accepted socket:
  *   - reads into the parser's buffer (a recv is started only when every

@@ -1,0 +1,61 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The index of ordering labels in doc/ARCHITECTURE.md (section 8) stays true:
+# every label like [Q1] used in a file under src/<dir>/ has a row for that
+# file's layer or for a layer it may use (doc/layers.txt), and every row's
+# file lies in its layer's folder and contains the label.
+# Usage: test_ordering_index.sh [SRCDIR] (default $VOLTD_SRCDIR, else the checkout).
+set -u
+top=${1:-${VOLTD_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}}
+doc=$top/doc/ARCHITECTURE.md
+table=$top/doc/layers.txt
+for f in "$doc" "$table"; do
+	[ -r "$f" ] || { echo "test_ordering_index: $f not found" >&2; exit 99; }
+done
+
+# "dir layer deps..." per layer; "label layer file" per index row.
+layers=$(sed -e 's/#.*//' "$table" | awk 'NF >= 3 && $1 != "external" { sub("^src/", "", $2); d = ""; for (i = 3; i <= NF; i++) if ($i != "-") d = d " " $i; print $2, $1 d }')
+rows=$(sed -n 's/^| `\[\([A-Z]*[0-9]*\)\]` | \([a-z]*\) | `\([^`]*\)` |.*/\1 \2 \3/p' "$doc")
+[ -n "$rows" ] || { echo "test_ordering_index: no index rows in doc/ARCHITECTURE.md" >&2; exit 99; }
+
+errs=$(mktemp) || exit 99
+trap 'rm -f "$errs"' EXIT
+
+# Rows: the file exists, is in the layer's folder, and defines the label.
+echo "$rows" | while read -r label layer file; do
+	dir=$(echo "$layers" | awk -v l="$layer" '$2 == l { print $1 }')
+	case $file in
+	"src/$dir/"*) ;;
+	*) echo "doc/ARCHITECTURE.md: [$label] ($layer): $file is not under src/$dir/" >>"$errs"; continue ;;
+	esac
+	if ! grep -qF "[$label]" "$top/$file" 2>/dev/null; then
+		echo "doc/ARCHITECTURE.md: [$label] ($layer): $file does not contain it" >>"$errs"
+	fi
+done
+
+# Uses: each (file, label) has a row for the file's layer or one below it.
+for f in "$top"/src/*/*.c "$top"/src/*/*.h; do
+	[ -e "$f" ] || continue
+	rel=${f#"$top"/}
+	dir=${rel#src/}
+	dir=${dir%%/*}
+	usable=$(echo "$layers" | awk -v d="$dir" '$1 == d { for (i = 2; i <= NF; i++) print $i }')
+	[ -n "$usable" ] || continue # test_layers.sh reports unknown folders
+	for label in $(grep -oE '\[[A-Z]{1,3}[0-9]+\]' "$f" | tr -d '[]' | sort -u); do
+		found=
+		for l in $usable; do
+			if echo "$rows" | grep -q "^$label $l "; then
+				found=$l
+				break
+			fi
+		done
+		[ -n "$found" ] || echo "$rel: [$label] has no row in doc/ARCHITECTURE.md section 8 (for layer $(echo "$usable" | head -1) or one it may use)" >>"$errs"
+	done
+done
+
+if [ -s "$errs" ]; then
+	cat "$errs"
+	echo "test_ordering_index: $(wc -l <"$errs") problem(s)"
+	exit 1
+fi
+echo "test_ordering_index: $(echo "$rows" | wc -l) labels indexed, every use under src/ has its row"
