@@ -110,10 +110,20 @@ static json_t *cmd_metrics(struct vctl *ctl, const struct vctl_peer *peer, int a
 
 static json_t *cmd_hist(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
 {
-	if (argc != 2)
-		return vctl__error("usage", "usage: hist NAME (a job kind, or sched / poll)");
-	if (vctl__hist_json(ctl, argv[1], r) < 0)
-		return vctl__error("invalid", "hist: no histogram '%s'", argv[1]);
+	int worker = -1;
+	char *end;
+
+	if (argc < 2 || argc > 3)
+		return vctl__error("usage", "usage: hist sched|poll [WORKER] | hist KIND (a job kind: echo, hash...)");
+	if (argc == 3) {
+		long w = strtol(argv[2], &end, 10);
+		if (*end || w < 0 || w >= VCTL_MAX_WORKERS)
+			return vctl__error("usage", "hist: '%s' is not a worker number", argv[2]);
+		worker = (int)w;
+	}
+	if (vctl__hist_json(ctl, argv[1], worker, r) < 0)
+		return vctl__error("invalid", "hist: no histogram '%s'%s%s", argv[1], argc == 3 ? " for worker " : "",
+				   argc == 3 ? argv[2] : "");
 	return NULL;
 }
 
@@ -267,7 +277,9 @@ const struct vctl_cmd vctl__commands[] = {
 	{ "help", "", VCTL_USER, "the commands and the level each needs", "help", cmd_help },
 	{ "stats", "[SECTION]", VCTL_USER, "counters and gauges of every layer (or one section)", "stats", cmd_stats },
 	{ "metrics", "", VCTL_USER, "everything in Prometheus text format 0.0.4", "metrics", cmd_metrics },
-	{ "hist", "NAME", VCTL_USER, "a latency histogram: a job kind (echo, hash...), sched or poll", "hist", cmd_hist },
+	{ "hist", "sched|poll [WORKER] | KIND", VCTL_USER,
+	  "a latency histogram: schedule latency, poll duration (sampled), or a job kind's (echo, hash...)", "hist",
+	  cmd_hist },
 	{ "config", "[KEY...]", VCTL_USER, "effective configuration: value, source, live/reload/restart", "config",
 	  cmd_config },
 	{ "schema", "", VCTL_USER, "JSON Schemas of every reply", "schema", cmd_schema },

@@ -115,8 +115,9 @@ const char *vctl__level_name(enum vctl_level l);
 int vctl__stats_json(struct vctl *ctl, const char *section, json_t *reply);
 /* Names of the stats sections, NULL-terminated. */
 extern const char *const vctl__stats_sections[];
-/* `hist NAME`: adds the histogram of NAME to reply; -ENOENT when unknown. */
-int vctl__hist_json(struct vctl *ctl, const char *name, json_t *reply);
+/* `hist NAME [WORKER]`: adds the histogram of NAME (a job kind, sched or
+ * poll; worker -1 = all) to reply; < 0 when unknown. */
+int vctl__hist_json(struct vctl *ctl, const char *name, int worker, json_t *reply);
 /* `clear counters`: stats shows counters from now on (metrics stay cumulative). */
 void vctl__stats_clear(struct vctl *ctl);
 /* Prometheus text format 0.0.4 of everything, to fp. */

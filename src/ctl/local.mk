@@ -11,8 +11,8 @@ libvolt_a_SOURCES += \
 	src/ctl/schema.c
 
 # Integration tests (pytest): a real voltd and its control socket.
-TESTS += tests/integration/test_ctl.py
-EXTRA_DIST += tests/integration/ctlutil.py tests/integration/test_ctl.py
+TESTS += tests/integration/test_ctl.py tests/integration/test_ctl_load.py
+EXTRA_DIST += tests/integration/ctlutil.py tests/integration/test_ctl.py tests/integration/test_ctl_load.py
 
 # The reply schemas, written once as JSON, embedded as a C string.
 BUILT_SOURCES += ctl-schemas.inc

@@ -14,6 +14,7 @@
 #include "base/time.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Histogram bucket bounds (seconds) offered to Prometheus: the log-linear
@@ -133,5 +134,18 @@ void vctl__prom_write(struct vctl *ctl, FILE *fp)
 		snprintf(labels, sizeof(labels), "kind=\"%s\"", kind_names[i]);
 		histogram_samples(fp, "voltd_server_request_duration_seconds", labels, &s->srv->kinds[i].lat);
 	}
+	/* The runtime's sampled histograms, all workers merged. */
+	struct vb_hist_snap *hs = malloc(sizeof(*hs));
+	if (hs && vrt_hist_snapshot(ctl->rt, VRT_HIST_SCHED, VRT_HIST_ALL, hs) == 0) {
+		header(fp, "voltd_runtime_schedule_latency_seconds",
+		       "time from a task becoming runnable to the start of its poll (sampled: 1 in 64)", "histogram");
+		histogram_samples(fp, "voltd_runtime_schedule_latency_seconds", "", hs);
+	}
+	if (hs && vrt_hist_snapshot(ctl->rt, VRT_HIST_POLL, VRT_HIST_ALL, hs) == 0) {
+		header(fp, "voltd_runtime_poll_duration_seconds", "time one poll of a task takes (sampled: 1 in 64)",
+		       "histogram");
+		histogram_samples(fp, "voltd_runtime_poll_duration_seconds", "", hs);
+	}
+	free(hs);
 	table(fp, "control", vctl_metrics, vctl_metrics_n, &s->ctl, 0, 1, NULL, NULL);
 }

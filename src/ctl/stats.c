@@ -105,13 +105,22 @@ static json_t *section_runtime(const struct vctl_snap *s, const struct vctl_snap
 	return o;
 }
 
-static json_t *section_workers(const struct vctl_snap *s, const struct vctl_snap *b)
+static json_t *section_workers(struct vctl *ctl, const struct vctl_snap *s, const struct vctl_snap *b)
 {
 	json_t *a = json_array();
 	for (unsigned i = 0; i < s->n_workers; i++) {
+		const char *task = NULL, *label = NULL;
 		json_t *w = json_pack("{s:i}", "worker", (json_int_t)i);
 		put_table(w, vrt_worker_metrics, vrt_worker_metrics_n, &s->workers[i],
 			  b && i < b->n_workers ? &b->workers[i] : NULL);
+		/* The names of the enum gauges, and what runs there now. */
+		json_object_set_new(w, "state_name",
+				    json_string(vrt_worker_state_name((enum vrt_worker_state)s->workers[i].state)));
+		json_object_set_new(w, "stall_name",
+				    json_string(vrt_stall_kind_name((enum vrt_stall_kind)s->workers[i].stall)));
+		vrt_worker_task(ctl->rt, i, &task, &label);
+		json_object_set_new(w, "task", task ? json_string(task) : json_null());
+		json_object_set_new(w, "task_label", label ? json_string(label) : json_null());
 		json_array_append_new(a, w);
 	}
 	return a;
@@ -235,7 +244,7 @@ int vctl__stats_json(struct vctl *ctl, const char *section, json_t *reply)
 	if (WANT("runtime"))
 		json_object_set_new(reply, "runtime", section_runtime(s, b));
 	if (WANT("workers"))
-		json_object_set_new(reply, "workers", section_workers(s, b));
+		json_object_set_new(reply, "workers", section_workers(ctl, s, b));
 	if (WANT("server"))
 		json_object_set_new(reply, "server", section_server(s, b, false));
 	if (WANT("channels"))
@@ -249,34 +258,53 @@ int vctl__stats_json(struct vctl *ctl, const char *section, json_t *reply)
 	return 0;
 }
 
-int vctl__hist_json(struct vctl *ctl, const char *name, json_t *reply)
+static void put_hist(json_t *reply, const char *name, const struct vb_hist_snap *h)
+{
+	json_t *buckets = json_array();
+	for (unsigned k = 0; k < VB_HIST_BUCKETS; k++)
+		if (h->buckets[k])
+			json_array_append_new(buckets, json_pack("{s:f, s:I}", "le_seconds",
+								 (double)vb_hist_bucket_high(k) / 1e9, "count",
+								 (json_int_t)h->buckets[k]));
+	json_object_set_new(reply, "name", json_string(name));
+	json_object_set_new(reply, "unit", json_string("seconds"));
+	json_object_set_new(reply, "summary", hist_summary(h));
+	json_object_set_new(reply, "buckets", buckets);
+}
+
+int vctl__hist_json(struct vctl *ctl, const char *name, int worker, json_t *reply)
 {
 	struct vctl_snap *s = &ctl->snap;
 	const struct vctl_snap *b = ctl->have_base ? &ctl->base : NULL;
+	struct vb_hist_snap *h = malloc(sizeof(*h));
+	int rc = -ENOENT;
 
-	if (vctl__snap_take(ctl, s) < 0)
+	if (!h || vctl__snap_take(ctl, s) < 0) {
+		free(h);
 		return -ENOMEM;
-	for (unsigned i = 0; i < s->srv->n_kinds; i++) {
+	}
+	/* The runtime's sampled histograms: all workers merged, or one. */
+	if (strcmp(name, "sched") == 0 || strcmp(name, "poll") == 0) {
+		enum vrt_hist_kind k = name[0] == 's' ? VRT_HIST_SCHED : VRT_HIST_POLL;
+		rc = vrt_hist_snapshot(ctl->rt, k, worker, h);
+		if (rc == 0) {
+			put_hist(reply, name, h);
+			json_object_set_new(reply, "worker", worker < 0 ? json_null() : json_integer(worker));
+			json_object_set_new(reply, "sampled_one_in", json_integer(VRT_HIST_SAMPLE_EVERY));
+		}
+		goto out;
+	}
+	for (unsigned i = 0; i < s->srv->n_kinds && worker < 0; i++) {
 		if (strcmp(s->srv->kinds[i].name, name) != 0)
 			continue;
-		struct vb_hist_snap *h = malloc(sizeof(*h));
-		if (!h)
-			return -ENOMEM;
 		kind_hist(s, b, i, h);
-		json_t *buckets = json_array();
-		for (unsigned k = 0; k < VB_HIST_BUCKETS; k++)
-			if (h->buckets[k])
-				json_array_append_new(buckets, json_pack("{s:f, s:I}", "le_seconds",
-									 (double)vb_hist_bucket_high(k) / 1e9,
-									 "count", (json_int_t)h->buckets[k]));
-		json_object_set_new(reply, "name", json_string(name));
-		json_object_set_new(reply, "unit", json_string("seconds"));
-		json_object_set_new(reply, "summary", hist_summary(h));
-		json_object_set_new(reply, "buckets", buckets);
-		free(h);
-		return 0;
+		put_hist(reply, name, h);
+		rc = 0;
+		break;
 	}
-	return -ENOENT;
+out:
+	free(h);
+	return rc;
 }
 
 void vctl__stats_clear(struct vctl *ctl)

@@ -32,12 +32,12 @@ def test_every_command_as_admin_matches_its_schema(daemon):
     assert request(d.port, "POST", "/v1/echo", body=b"hi").status == 200
     with Ctl(d.control) as c:
         for cmd in ["ping", "version", "help", "stats", "stats workers", "stats server", "stats kinds",
-                    "metrics", "hist echo", "config", "config scheduler.budget log.level", "schema",
+                    "metrics", "hist echo", "hist sched", "hist poll 0", "stats runtime", "config", "config scheduler.budget log.level", "schema",
                     "set scheduler.budget 100", "clear counters", "stats", "reload"]:
             r = check(c.cmd(cmd))
             assert r["ok"] is True, (cmd, r)
         # one reply per command, errors included, on the same connection
-        for cmd, code in [("bogus", "unknown_command"), ("stats nope", "invalid"), ("hist nope", "invalid"),
+        for cmd, code in [("bogus", "unknown_command"), ("stats nope", "invalid"), ("hist nope", "invalid"), ("hist sched 99", "invalid"), ("hist poll x", "usage"),
                           ("set scheduler.budget", "usage"), ("config no.such", "invalid"),
                           ("", "usage"), ("clear everything", "usage")]:
             r = check(c.cmd(cmd))
