@@ -377,9 +377,9 @@ void vch_waiter_init(struct vch_waiter *w)
  *    claim next (its own side's head or tail word and the slot's stamp; never
  *    the other side's line) and attempts the operation as soon as the stamp
  *    says the value (free slot) is there. Between two looks it pauses
- *    exponentially longer, 1, 2, 4, then at most VCH_SPIN_PROBE_MAX (8)
+ *    exponentially longer, 1, 2, then at most VCH_SPIN_PROBE_MAX (4)
  *    pauses, so a value that arrives while the thread spins is taken within
- *    about 200 ns of its arrival, whatever else is queued. There is no batch
+ *    about 100 ns of its arrival, whatever else is queued. There is no batch
  *    threshold: one value is enough. The whole phase is bounded by
  *    VCH_SPIN_BUDGET (128) pauses, ~3 us.
  * 2. A few sched_yield retries (VCH_BLOCK_YIELDS): on a machine with fewer
@@ -396,8 +396,10 @@ void vch_waiter_init(struct vch_waiter *w)
  * wait_hint, read at the start of phase 1: the first look comes after
  * 2^wait_hint pauses (1 .. 64, i.e. 24 ns .. 1.5 us), the later ones as
  * above. After a wait that ended in phase 1:
- *   - more values (free slots) were ready besides ours: the backlog is real,
- *     waiting longer next time yields a batch: wait_hint + 1 (at most 6);
+ *   - the next position was ready too (another value / free slot besides
+ *     ours, seen by one more look at our own word and the next slot): the
+ *     backlog is real, waiting longer next time yields a batch: wait_hint + 1
+ *     (at most 6);
  *   - only ours, and it was there at the first look while wait_hint < 2: the
  *     other side may be streaming at our pace: probe with wait_hint + 1;
  *   - only ours otherwise (a lone value, ping-pong): wait_hint = 0.
@@ -407,11 +409,11 @@ void vch_waiter_init(struct vch_waiter *w)
  * ~64 values then emerge only while the other side really keeps ahead.
  */
 #define VCH_SPIN_BUDGET    128  /* pauses in phase 1 (~3 us) */
-#define VCH_SPIN_PROBE_MAX 8    /* pauses between two looks after the first */
+#define VCH_SPIN_PROBE_MAX 4    /* pauses between two looks after the second */
 #define VCH_BLOCK_YIELDS   4    /* sched_yield retries in phase 2 */
 #define VCH_HINT_MAX       6    /* first look after at most 2^6 = 64 pauses */
 #define VCH_HINT_PROBE     2    /* a lone value at the first look raises the hint below this */
-static_assert(VCH_SPIN_PROBE_MAX == 1u << 3, "looks after the third are VCH_SPIN_PROBE_MAX apart");
+static_assert(VCH_SPIN_PROBE_MAX == 1u << 2, "looks after the second are VCH_SPIN_PROBE_MAX apart");
 
 bool vch__test_park_at_once;
 
@@ -468,10 +470,11 @@ static enum vch_status spin_wait(struct vch *ch, unsigned dir, uint64_t *v,
 		if (slot_ready(ch, dir)) {
 			r = attempt(ch, dir, v);
 			if (r != busy) {
-				/* What else is ready besides ours? (Reads the other
-				 * side's word once per wait.) */
-				size_t len = vch_len(ch);
-				bool more = dir == VCH_DIR_SEND ? len < vch_capacity(ch) : len > 0;
+				/* Is the next position ready too (another value / free
+				 * slot besides ours)? The same look as above, on our
+				 * own word and a slot line we are about to need anyway;
+				 * the other side's word would cost a line transfer. */
+				bool more = r == VCH_OK && slot_ready(ch, dir);
 
 				if (r != VCH_OK)
 					set_hint(st, hint, 0);
@@ -486,7 +489,7 @@ static enum vch_status spin_wait(struct vch *ch, unsigned dir, uint64_t *v,
 				return r;
 			}
 		}
-		pauses = looks < 3 ? 1u << looks : VCH_SPIN_PROBE_MAX;
+		pauses = looks < 2 ? 1u << looks : VCH_SPIN_PROBE_MAX;
 	}
 	set_hint(st, hint, 0);
 	for (unsigned i = 0; i < VCH_BLOCK_YIELDS; i++) {
