@@ -40,6 +40,7 @@
 #include "base/time.h"
 #include "rt/rt.h"
 #include "tests/helpers/test_config.h"
+#include "harness.h"
 
 #define NUM_WORKERS 2
 #define NUM_SPAWN 10000
@@ -53,120 +54,12 @@
 
 /* ---------------------------------------------------------------- harness */
 
-struct opts {
-	unsigned reps, warmup;
-	bool raw, csv, stats;
+/* Ours, besides the common options of bench/harness.h. */
+static struct {
+	bool stats;
 	bool stealing, lifo;
-	int nfilters;
-	char **filters;
-};
-
-static struct opts opt = { .reps = 10, .warmup = 5, .stealing = true, .lifo = true };
-static const char *csv_tag = "voltd";
-
-static void die(const char *msg)
-{
-	fprintf(stderr, "rt_bench: %s\n", msg);
-	exit(2);
-}
-
-static bool selected(const char *name)
-{
-	if (opt.nfilters == 0)
-		return true;
-	for (int i = 0; i < opt.nfilters; i++)
-		if (strstr(name, opt.filters[i]))
-			return true;
-	return false;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static void fmt_dur(char *buf, size_t n, uint64_t ns)
-{
-	double d = (double)ns;
-
-	if (d >= 1e9)
-		snprintf(buf, n, "%.3f s", d / 1e9);
-	else if (d >= 1e6)
-		snprintf(buf, n, "%.3f ms", d / 1e6);
-	else if (d >= 1e3)
-		snprintf(buf, n, "%.1f us", d / 1e3);
-	else
-		snprintf(buf, n, "%.0f ns", d);
-}
-
-static void header(void)
-{
-	printf("# rt_bench (voltd rt, work-stealing) | reps=%u warmup=%u | worker_threads=%d park=futex stealing=%s lifo_slot=%s\n",
-	       opt.reps, opt.warmup, NUM_WORKERS, opt.stealing ? "on" : "off", opt.lifo ? "on" : "off");
-	printf("%-36s %4s %12s %12s %12s %12s | %s\n", "workload", "reps", "median", "min", "max",
-	       "mean", "per unit: median [min..max]");
-}
-
-/* Same summary and line formats as the Rust harness (lib.rs). */
-static void report(const char *name, const uint64_t *samples, unsigned n, uint64_t units,
-		   const char *unit, const char *note)
-{
-	uint64_t *s = malloc(n * sizeof(*s)), total = 0, median, mean;
-	char med[32], mn[32], mx[32], me[32];
-
-	if (!s)
-		die("out of memory");
-	memcpy(s, samples, n * sizeof(*s));
-	qsort(s, n, sizeof(*s), cmp_u64);
-	median = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-	for (unsigned i = 0; i < n; i++)
-		total += s[i];
-	mean = total / n;
-	fmt_dur(med, sizeof(med), median);
-	fmt_dur(mn, sizeof(mn), s[0]);
-	fmt_dur(mx, sizeof(mx), s[n - 1]);
-	fmt_dur(me, sizeof(me), mean);
-	printf("%-36s %4u %12s %12s %12s %12s | %.2f ns/%s [%.2f..%.2f]", name, n, med, mn, mx, me,
-	       (double)median / units, unit, (double)s[0] / units, (double)s[n - 1] / units);
-	if (note && *note)
-		printf(" | %s", note);
-	printf("\n");
-	if (opt.csv) {
-		printf("#csv,%s,%s,%u,%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%s,",
-		       csv_tag, name, n, median, s[0], s[n - 1], mean, units, unit);
-		for (unsigned i = 0; i < n; i++)
-			printf("%s%" PRIu64, i ? ";" : "", samples[i]);
-		printf("\n");
-	}
-	if (opt.raw) {
-		printf("#   raw %s (us):", name);
-		for (unsigned i = 0; i < n; i++)
-			printf(" %.1f", (double)samples[i] / 1e3);
-		printf("\n");
-	}
-	fflush(stdout);
-	free(s);
-}
-
-typedef void body_fn(void *arg);
-
-/* warm-up untimed, then reps timed (one body each). */
-static uint64_t *measure(body_fn *body, void *arg)
-{
-	uint64_t *samples = calloc(opt.reps, sizeof(*samples));
-
-	if (!samples)
-		die("out of memory");
-	for (unsigned i = 0; i < opt.warmup; i++)
-		body(arg);
-	for (unsigned i = 0; i < opt.reps; i++) {
-		int64_t t0 = vb_now_ns();
-		body(arg);
-		samples[i] = (uint64_t)(vb_now_ns() - t0);
-	}
-	return samples;
-}
+	bool busy2;
+} ropt = { .stealing = true, .lifo = true };
 
 static struct vrt *mkrt(void)
 {
@@ -176,11 +69,11 @@ static struct vrt *mkrt(void)
 
 	tcfg_rt(&c);
 	c.workers = NUM_WORKERS;
-	c.stealing = opt.stealing;
-	c.lifo_slot = opt.lifo;
+	c.stealing = ropt.stealing;
+	c.lifo_slot = ropt.lifo;
 	err = vrt_new(&c, &rt);
 	if (err)
-		die(strerror(-err));
+		bh_die("%s", strerror(-err));
 	return rt;
 }
 
@@ -247,7 +140,7 @@ static struct btask *bt_alloc(enum vrt_poll (*fn)(struct btask *), struct ctx *c
 	struct btask *b = malloc(size);
 
 	if (!b)
-		die("out of memory");
+		bh_die("out of memory");
 	vrt_task_init(&b->t, &bt_vt);
 	b->fn = fn;
 	b->ctx = c;
@@ -264,7 +157,7 @@ static struct btask *bt_new(enum vrt_poll (*fn)(struct btask *), struct ctx *c)
 static void spawn_detached(struct vrt *rt, struct btask *b)
 {
 	if (vrt_spawn_detached(rt, &b->t) != 0)
-		die("spawn refused");
+		bh_die("spawn refused");
 }
 
 static void signal_main(struct ctx *c)
@@ -295,13 +188,13 @@ static struct ctx *ctx_new(void)
 	struct ctx *c = calloc(1, sizeof(*c));
 
 	if (!c)
-		die("out of memory");
+		bh_die("out of memory");
 	c->rt = mkrt();
 	vb_event_init(&c->done);
 	sem_init(&c->reports, 0, 0);
 	c->handles = calloc(NUM_SPAWN, sizeof(*c->handles));
 	if (!c->handles)
-		die("out of memory");
+		bh_die("out of memory");
 	return c;
 }
 
@@ -311,7 +204,7 @@ static void print_stats(struct ctx *c, const char *name)
 	struct vrt_worker_stats ws[NUM_WORKERS];
 	struct vrt_stats st;
 
-	if (!opt.stats)
+	if (!ropt.stats)
 		return;
 	vrt_stats_snapshot(c->rt, &st, ws, NUM_WORKERS);
 	for (unsigned i = 0; i < NUM_WORKERS; i++)
@@ -345,7 +238,9 @@ static void check_rem(struct ctx *c, const char *name)
 static void emit(const char *name, uint64_t *samples, uint64_t units, const char *unit,
 		 const char *note)
 {
-	report(name, samples, opt.reps, units, unit, note);
+	bh_report(name, samples, bh_opt.reps, units, unit, false, note);
+	if (bh_opt.raw)
+		bh_print_raw(name, samples, bh_opt.reps);
 	free(samples);
 }
 
@@ -374,7 +269,7 @@ static void spawn_many_local(void)
 {
 	struct ctx *c = ctx_new();
 
-	emit("spawn_many_local", measure(body_spawn_many_local, c), NUM_SPAWN, "task",
+	emit("spawn_many_local", bh_measure(body_spawn_many_local, c), NUM_SPAWN, "task",
 	     "spawner = task on a worker");
 	print_stats(c, "spawn_many_local");
 	ctx_free(c);
@@ -397,7 +292,7 @@ static void spawn_many_local_blockon(void)
 {
 	struct ctx *c = ctx_new();
 
-	emit("spawn_many_local_blockon", measure(body_remote_counter, c), NUM_SPAWN, "task",
+	emit("spawn_many_local_blockon", bh_measure(body_remote_counter, c), NUM_SPAWN, "task",
 	     "voltd: no block_on; 10,000 spawns from the main thread (remote, as in tokio 1.24)");
 	print_stats(c, "spawn_many_local_blockon");
 	ctx_free(c);
@@ -407,7 +302,7 @@ static void spawn_many_remote_idle_counter(void)
 {
 	struct ctx *c = ctx_new();
 
-	emit("spawn_many_remote_idle_counter", measure(body_remote_counter, c), NUM_SPAWN, "task",
+	emit("spawn_many_remote_idle_counter", bh_measure(body_remote_counter, c), NUM_SPAWN, "task",
 	     "countdown completion, handles detached");
 	print_stats(c, "spawn_many_remote_idle_counter");
 	ctx_free(c);
@@ -420,7 +315,7 @@ static void spawn_and_join(struct ctx *c, unsigned n)
 	for (unsigned i = 0; i < n; i++) {
 		struct btask *b = bt_new(fn_empty, c);
 		if (vrt_spawn(c->rt, &b->t) != 0)
-			die("spawn refused");
+			bh_die("spawn refused");
 		c->handles[i] = &b->t;
 	}
 	/* block_on { for h in handles { h.await } } */
@@ -439,7 +334,7 @@ static void spawn_many_remote_idle(void)
 {
 	struct ctx *c = ctx_new();
 
-	emit("spawn_many_remote_idle", measure(body_remote_idle, c), NUM_SPAWN, "task",
+	emit("spawn_many_remote_idle", bh_measure(body_remote_idle, c), NUM_SPAWN, "task",
 	     "handles joined in order (vrt_task_join_wait)");
 	print_stats(c, "spawn_many_remote_idle");
 	ctx_free(c);
@@ -464,7 +359,7 @@ static void start_busy1(struct ctx *c, struct vrt_task **busy)
 	for (unsigned i = 0; i < 2 * NUM_WORKERS; i++) {
 		struct btask *b = bt_new(fn_busy1, c);
 		if (vrt_spawn(c->rt, &b->t) != 0)
-			die("spawn refused");
+			bh_die("spawn refused");
 		busy[i] = &b->t;
 	}
 }
@@ -485,7 +380,7 @@ static void spawn_many_remote_busy1(void)
 	uint64_t *s;
 
 	start_busy1(c, busy);
-	s = measure(body_remote_idle, c);
+	s = bh_measure(body_remote_idle, c);
 	stop_busy(c, busy, 2 * NUM_WORKERS);
 	emit("spawn_many_remote_busy1", s, NUM_SPAWN, "task",
 	     "handles joined in order; 4 yield+stall(10us) tasks busy");
@@ -500,7 +395,7 @@ static void spawn_many_remote_busy1_counter(void)
 	uint64_t *s;
 
 	start_busy1(c, busy);
-	s = measure(body_remote_counter, c);
+	s = bh_measure(body_remote_counter, c);
 	stop_busy(c, busy, 2 * NUM_WORKERS);
 	emit("spawn_many_remote_busy1_counter", s, NUM_SPAWN, "task",
 	     "countdown completion; 4 yield+stall tasks busy");
@@ -539,7 +434,7 @@ static void *busy2_watchdog(void *arg)
 	if (vb_event_wait(&busy2_finished, (int64_t)BUSY2_WATCHDOG_S * 1000000000) == 0)
 		return NULL;
 	printf("%-36s DNF: %u warmup+%u reps not done within %d s\n", "spawn_many_remote_busy2",
-	       opt.warmup, opt.reps, BUSY2_WATCHDOG_S);
+	       bh_opt.warmup, bh_opt.reps, BUSY2_WATCHDOG_S);
 	fflush(stdout);
 	_exit(3);
 }
@@ -552,11 +447,11 @@ static void spawn_many_remote_busy2(void)
 
 	vb_event_init(&busy2_finished);
 	if (pthread_create(&wd, NULL, busy2_watchdog, NULL))
-		die("pthread_create");
+		bh_die("pthread_create");
 	atomic_store(&c->flag, true);
 	for (unsigned i = 0; i < NUM_WORKERS; i++)
 		spawn_detached(c->rt, bt_new(fn_chain_starter, c));
-	s = measure(body_busy2, c);
+	s = bh_measure(body_busy2, c);
 	atomic_store(&c->flag, false);
 	vb_event_set(&busy2_finished);
 	pthread_join(wd, NULL);
@@ -598,13 +493,13 @@ static enum vrt_poll ping_poll(struct vrt_task *t)
 		struct pong *q = malloc(sizeof(*q));
 
 		if (!q)
-			die("out of memory");
+			bh_die("out of memory");
 		vrt_task_init(&q->t, &pong_vt);
 		vrt_oneshot_init(&q->a);
 		vrt_oneshot_init(&q->r);
 		p->pong = q;
 		if (vrt_spawn(vrt_current_rt(), &q->t) != 0) /* keeps the handle */
-			die("spawn refused");
+			bh_die("spawn refused");
 		vrt_oneshot_send(&q->a, 1);
 	}
 	if (!vrt_oneshot_poll(&p->pong->r, &v))
@@ -630,12 +525,12 @@ static enum vrt_poll fn_ping_root(struct btask *b)
 		struct ping *p = malloc(sizeof(*p));
 
 		if (!p)
-			die("out of memory");
+			bh_die("out of memory");
 		vrt_task_init(&p->t, &ping_vt);
 		p->ctx = b->ctx;
 		p->pong = NULL;
 		if (vrt_spawn_detached(rt, &p->t) != 0)
-			die("spawn refused");
+			bh_die("spawn refused");
 	}
 	return VRT_READY;
 }
@@ -654,7 +549,7 @@ static void ping_pong(void)
 {
 	struct ctx *c = ctx_new();
 
-	emit("ping_pong", measure(body_ping_pong, c), NUM_PINGS, "ping",
+	emit("ping_pong", bh_measure(body_ping_pong, c), NUM_PINGS, "ping",
 	     "Tokio bench workload; vrt_oneshot (embedded in the pong)");
 	print_stats(c, "ping_pong");
 	ctx_free(c);
@@ -679,14 +574,14 @@ static void body_yield_many(void *arg)
 	for (unsigned i = 0; i < YIELD_TASKS; i++)
 		while (sem_wait(&c->reports) != 0)
 			if (errno != EINTR)
-				die("sem_wait");
+				bh_die("sem_wait");
 }
 
 static void yield_many(void)
 {
 	struct ctx *c = ctx_new();
 
-	emit("yield_many", measure(body_yield_many, c), YIELD_TASKS * NUM_YIELD, "yield",
+	emit("yield_many", bh_measure(body_yield_many, c), YIELD_TASKS * NUM_YIELD, "yield",
 	     "Tokio bench workload; reports on a semaphore");
 	print_stats(c, "yield_many");
 	ctx_free(c);
@@ -720,23 +615,42 @@ static void chained_spawn(void)
 {
 	struct ctx *c = ctx_new();
 
-	emit("chained_spawn", measure(body_chained_spawn, c), CHAIN_ITER, "spawn", "Tokio bench workload");
+	emit("chained_spawn", bh_measure(body_chained_spawn, c), CHAIN_ITER, "spawn", "Tokio bench workload");
 	print_stats(c, "chained_spawn");
 	ctx_free(c);
 }
 
 /* ------------------------------------------------------------------- main */
 
-static bool parse_onoff(const char *v)
+static bool parse_onoff(int argc, char **argv, int *i)
 {
-	if (!v)
-		die("on|off expected");
+	const char *v = *i + 1 < argc ? argv[++*i] : "";
+
 	if (!strcmp(v, "on"))
 		return true;
-	if (!strcmp(v, "off"))
-		return false;
-	die("on|off expected");
+	if (strcmp(v, "off"))
+		bh_die("%s: on|off expected", argv[*i - 1]);
 	return false;
+}
+
+static bool rt_option(int argc, char **argv, int *i)
+{
+	const char *a = argv[*i];
+
+	if (!strcmp(a, "--stats")) {
+		ropt.stats = true;
+	} else if (!strcmp(a, "--drivers")) {
+		const char *v = *i + 1 < argc ? argv[++*i] : "";
+		if (strcmp(v, "none"))
+			bh_die("--drivers: the runtime core parks on a futex; only 'none' (the I/O driver's park hook is not part of rt)");
+	} else if (!strcmp(a, "--stealing")) {
+		ropt.stealing = parse_onoff(argc, argv, i);
+	} else if (!strcmp(a, "--lifo")) {
+		ropt.lifo = parse_onoff(argc, argv, i);
+	} else {
+		return false;
+	}
+	return true;
 }
 
 int main(int argc, char **argv)
@@ -755,50 +669,25 @@ int main(int argc, char **argv)
 		{ "yield_many", yield_many },
 		{ "chained_spawn", chained_spawn },
 	};
-	bool busy2 = false;
+	char config[160];
 
-	opt.filters = calloc((size_t)argc, sizeof(char *));
-	if (!opt.filters)
-		die("out of memory");
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "--reps") && i + 1 < argc)
-			opt.reps = (unsigned)strtoul(argv[++i], NULL, 10);
-		else if (!strcmp(a, "--warmup") && i + 1 < argc)
-			opt.warmup = (unsigned)strtoul(argv[++i], NULL, 10);
-		else if (!strcmp(a, "--raw"))
-			opt.raw = true;
-		else if (!strcmp(a, "--csv"))
-			opt.csv = true;
-		else if (!strcmp(a, "--stats"))
-			opt.stats = true;
-		else if (!strcmp(a, "--drivers")) {
-			const char *v = i + 1 < argc ? argv[++i] : "";
-			if (strcmp(v, "none"))
-				die("--drivers: the runtime core parks on a futex; only 'none' (the I/O driver's park hook is not part of rt)");
-		} else if (!strcmp(a, "--stealing"))
-			opt.stealing = parse_onoff(i + 1 < argc ? argv[++i] : NULL);
-		else if (!strcmp(a, "--lifo"))
-			opt.lifo = parse_onoff(i + 1 < argc ? argv[++i] : NULL);
-		else if (!strncmp(a, "--", 2))
-			die("unknown option (--reps N --warmup N --raw --csv --stats --drivers none --stealing on|off --lifo on|off)");
-		else {
-			opt.filters[opt.nfilters++] = argv[i];
-			if (!strcmp(a, "spawn_many_remote_busy2"))
-				busy2 = true;
-		}
-	}
-	if (opt.reps < 1)
-		die("--reps must be >= 1");
-	if (!opt.stealing || !opt.lifo)
-		csv_tag = !opt.stealing && !opt.lifo ? "voltd-nosteal-nolifo"
-			  : !opt.stealing ? "voltd-nosteal" : "voltd-nolifo";
-	header();
+	bh_parse(argc, argv, "rt_bench", "voltd", 5, rt_option,
+		 "rt_bench [--reps N] [--warmup N] [--raw] [--csv] [--stats] [--drivers none] "
+		 "[--stealing on|off] [--lifo on|off] [FILTER...]");
+	for (int i = 0; i < bh_opt.nfilters; i++)
+		if (!strcmp(bh_opt.filters[i], "spawn_many_remote_busy2"))
+			ropt.busy2 = true;
+	if (!ropt.stealing || !ropt.lifo)
+		bh_opt.csv_tag = !ropt.stealing && !ropt.lifo ? "voltd-nosteal-nolifo"
+			  : !ropt.stealing ? "voltd-nosteal" : "voltd-nolifo";
+	snprintf(config, sizeof(config), "worker_threads=%d park=futex stealing=%s lifo_slot=%s",
+		 NUM_WORKERS, ropt.stealing ? "on" : "off", ropt.lifo ? "on" : "off");
+	bh_header("rt_bench (voltd rt, work-stealing)", config);
 	for (size_t i = 0; i < VB_ARRAY_SIZE(all); i++)
-		if (selected(all[i].name))
+		if (bh_selected(all[i].name))
 			all[i].fn();
-	if (busy2)
+	if (ropt.busy2)
 		spawn_many_remote_busy2();
-	free(opt.filters);
+	free(bh_opt.filters);
 	return 0;
 }

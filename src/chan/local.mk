@@ -31,5 +31,6 @@ tests_stress_stress_chan_lone_SOURCES = tests/stress/stress_chan_lone.c
 tests_stress_stress_chan_lone_LDADD = $(VOLT_CORE_LIBS)
 
 EXTRA_PROGRAMS += bench/chan_bench
-bench_chan_bench_SOURCES = bench/chan_bench.c
+bench_chan_bench_SOURCES = bench/chan_bench.c bench/harness.c bench/harness.h
 bench_chan_bench_LDADD = $(VOLT_CORE_LIBS)
+EXTRA_DIST += bench/chan_compare.sh

@@ -39,7 +39,7 @@ tests_unit_test_rt_math_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS) -lm
 
 # Benchmark (never part of check): the Tokio rt_multi_threaded workloads.
 EXTRA_PROGRAMS += bench/rt_bench
-bench_rt_bench_SOURCES = bench/rt_bench.c
+bench_rt_bench_SOURCES = bench/rt_bench.c bench/harness.c bench/harness.h
 bench_rt_bench_LDADD = $(VOLT_CORE_LIBS)
 
 # Stress tests: multi-threaded validators (seed printed, VOLTD_STRESS_SCALE,
