@@ -9,6 +9,15 @@ sbin_PROGRAMS += voltd
 voltd_SOURCES = src/voltd/main.c
 voltd_LDADD = $(VOLT_ALL_LIBS)
 
+# voltd-defaults.h: schema defaults for programs outside the daemon layer
+# (voltctl), printed by a generator linked with cfg.c.
+noinst_PROGRAMS += voltd-defaults
+voltd_defaults_SOURCES = src/voltd/defaults_h.c
+voltd_defaults_LDADD = libvolt.a $(INIH_LIBS)
+voltd-defaults.h: voltd-defaults$(EXEEXT)
+	$(AM_V_GEN)./voltd-defaults$(EXEEXT) > $@.tmp && mv $@.tmp $@
+CLEANFILES += voltd-defaults.h
+
 # voltd-test: the same daemon plus test-only job kinds (GET /v1/stall), for
 # the integration tests. Never installed. Its own registry.o (with
 # VOLTD_TEST_KINDS) comes first on the link line, so libvolt.a's is not used.
