@@ -567,6 +567,24 @@ void vhttp_parser_free(struct vhttp_parser *p)
 	free(p);
 }
 
+void vhttp_parser_reset(struct vhttp_parser *p)
+{
+	struct vhttp_limits lim = p->lim;
+	char *in = p->in, *hb = p->hb;
+	size_t in_cap = p->in_cap, hb_cap = p->hb_cap;
+
+	vhttp_request_free(p->req);
+	memset(p, 0, sizeof(*p));
+	p->lim = lim;
+	p->in = in;
+	p->in_cap = in_cap;
+	p->hb = hb;
+	p->hb_cap = hb_cap;
+	llhttp_init(&p->ll, HTTP_REQUEST, &settings);
+	p->ll.data = p;
+	p->st = ST_HEAD;
+}
+
 void *vhttp_parser_rbuf(struct vhttp_parser *p, size_t *room)
 {
 	if (p->in_off == p->in_len) {

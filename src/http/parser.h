@@ -131,6 +131,10 @@ struct vhttp_parser;
 int vhttp_parser_new(const struct vhttp_limits *lim, struct vhttp_parser **out);
 /* Frees the parser, its buffer and any request it has not handed out. */
 void vhttp_parser_free(struct vhttp_parser *p);
+/* Back to the state of a new parser (same limits), keeping its buffers:
+ * for a cache of parsers that connections take when bytes arrive and give
+ * back when idle. Drops what is buffered and any request not handed out. */
+void vhttp_parser_reset(struct vhttp_parser *p);
 
 /* Room to read into: returns the start and sets *room (0 when the buffer is
  * full of unparsed bytes: call next() first). */

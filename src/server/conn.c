@@ -61,6 +61,116 @@ static void conn_abort(struct vsrv_conn *c, const char *reason)
 	c->rd = VSRV_RD_DONE;
 }
 
+/* ------------------------------------------- parser and slots, lazily */
+
+/* This worker's cache block; NULL on another thread (no cache there). */
+static struct vsrv_wstats *cache_ws(struct vsrv *srv)
+{
+	int w = vrt_worker_id();
+
+	return w >= 0 && (unsigned)w < srv->nworkers ? &srv->ws[w] : NULL;
+}
+
+/* Bytes arrived: make sure there is a parser and slots (this worker's
+ * cache first). false: no memory. */
+static bool conn_take_rx(struct vsrv_conn *c)
+{
+	struct vsrv *srv = c->srv;
+	struct vsrv_wstats *ws;
+
+	if (c->parser && c->slots)
+		return true;
+	ws = cache_ws(srv);
+	if (!c->slots) {
+		if (ws && ws->n_slots)
+			c->slots = ws->slots[--ws->n_slots];
+		else if (!(c->slots = calloc(c->slot_mask + 1, sizeof(*c->slots))))
+			return false;
+	}
+	if (!c->parser) {
+		if (ws && ws->n_parsers)
+			c->parser = ws->parsers[--ws->n_parsers];
+		else if (vhttp_parser_new(&srv->limits, &c->parser) < 0)
+			return false;
+	}
+	return true;
+}
+
+bool vsrv__batch_get(struct vsrv_conn *c)
+{
+	struct vsrv_wstats *ws;
+
+	if (c->out)
+		return true;
+	ws = cache_ws(c->srv);
+	if (ws && ws->n_batches)
+		c->out = ws->batches[--ws->n_batches];
+	else if (!(c->out = malloc(sizeof(*c->out)))) {
+		conn_abort(c, "out of memory for a response");
+		return false;
+	}
+	vsrv__batch_reset(c->out);
+	return true;
+}
+
+/* Give the parser back when it holds nothing (between requests) and no
+ * read into it is under way, the slots once there is no parser and every
+ * request parsed is collected (no job of the connection is anywhere
+ * else), the batch when it is empty and no send is under way: an idle
+ * connection holds no request buffers. All are empty when given back. */
+static void conn_give_back(struct vsrv_conn *c)
+{
+	struct vsrv_wstats *ws = NULL;
+
+	if (c->out && !c->tx_busy && c->out->niov == 0) {
+		VB_BUG_ON(c->out->n != 0);
+		ws = cache_ws(c->srv);
+		if (ws && ws->n_batches < VSRV_CACHE)
+			ws->batches[ws->n_batches++] = c->out;
+		else
+			free(c->out);
+		c->out = NULL;
+	}
+	if (c->parser && !c->rx_busy && !c->cont_pending &&
+	    vhttp_parser_phase(c->parser) == VHTTP_PHASE_IDLE) {
+		if (!ws)
+			ws = cache_ws(c->srv);
+		ws = cache_ws(c->srv);
+		if (ws && ws->n_parsers < VSRV_CACHE) {
+			vhttp_parser_reset(c->parser);
+			ws->parsers[ws->n_parsers++] = c->parser;
+		} else {
+			vhttp_parser_free(c->parser);
+		}
+		c->parser = NULL;
+		c->parsed_all = true; /* it held nothing */
+	}
+	if (!c->parser && c->slots && c->collect_seq == c->next_seq && !c->pending) {
+		if (!ws)
+			ws = cache_ws(c->srv);
+		if (ws && ws->n_slots < VSRV_CACHE)
+			ws->slots[ws->n_slots++] = (void *)c->slots;
+		else
+			free((void *)c->slots);
+		c->slots = NULL;
+	}
+}
+
+void vsrv__cache_free(struct vsrv_wstats *ws)
+{
+	while (ws->n_parsers)
+		vhttp_parser_free(ws->parsers[--ws->n_parsers]);
+	while (ws->n_slots)
+		free(ws->slots[--ws->n_slots]);
+	while (ws->n_batches)
+		free(ws->batches[--ws->n_batches]);
+}
+
+static enum vhttp_phase conn_parser_phase(const struct vsrv_conn *c)
+{
+	return c->parser ? vhttp_parser_phase(c->parser) : VHTTP_PHASE_IDLE;
+}
+
 /* ------------------------------------------------------------- parsing */
 
 static bool ready_for_jobs(struct vsrv *srv)
@@ -178,7 +288,7 @@ out:
 
 static bool can_parse(const struct vsrv_conn *c)
 {
-	return !c->rx_busy && !c->parsed_all && c->rd == VSRV_RD_OPEN && !c->pending &&
+	return c->parser && !c->rx_busy && !c->parsed_all && c->rd == VSRV_RD_OPEN && !c->pending &&
 	       !c->cont_pending && vsrv__in_flight(c) < c->srv->cfg.max_pipeline &&
 	       !vsrv__draining(c->srv);
 }
@@ -294,6 +404,14 @@ static bool send_progressed(struct vsrv_conn *c, int64_t now)
 	return true;
 }
 
+/* A quiet send is collected by the timer after VSRV_QUIET_NS at the
+ * latest (then it wakes us), so that an idle connection gives its batch
+ * back; a busy one sees this at most once per VSRV_QUIET_NS (lazy arming). */
+static int64_t quiet_deadline(const struct vsrv_conn *c)
+{
+	return c->tx_busy && c->tx_quiet && !c->tx_loud ? c->tx_since + VSRV_QUIET_NS : 0;
+}
+
 static int64_t dl_min(int64_t a, int64_t b)
 {
 	return !a ? b : !b ? a : a < b ? a : b;
@@ -303,7 +421,12 @@ static int64_t dl_min(int64_t a, int64_t b)
 static bool conn_timeouts(struct vsrv_conn *c, int64_t now)
 {
 	struct vsrv *srv = c->srv;
-	int64_t rd = read_deadline(c), sd = send_deadline(c);
+	int64_t rd = read_deadline(c), sd = send_deadline(c), qd = quiet_deadline(c);
+
+	if (qd && now >= qd) {
+		c->tx_loud = true; /* conn_tx_settle makes the send wake us */
+		return true;
+	}
 
 	if (sd && now >= sd && !send_progressed(c, now)) {
 		VSRV_INC(srv, timeouts_send);
@@ -341,7 +464,7 @@ static bool conn_timeouts(struct vsrv_conn *c, int64_t now)
  * connection does not touch the timer heap on every request. */
 static void conn_arm(struct vsrv_conn *c, int64_t now)
 {
-	int64_t want = dl_min(read_deadline(c), send_deadline(c));
+	int64_t want = dl_min(dl_min(read_deadline(c), send_deadline(c)), quiet_deadline(c));
 
 	if (!want)
 		return;
@@ -399,7 +522,8 @@ static void conn_finish(struct vsrv_conn *c)
 /* Everything answered and nothing more to read: time to close. */
 static bool conn_over(const struct vsrv_conn *c)
 {
-	bool quiet = !c->pending && !c->tx_busy && c->out.niov == 0 && vsrv__in_flight(c) == 0;
+	bool quiet = !c->pending && !c->tx_busy && !(c->out && c->out->niov) &&
+		     vsrv__in_flight(c) == 0;
 
 	if (c->aborting)
 		return true;
@@ -419,11 +543,17 @@ static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
 
 	if (!c->rx_busy) {
 		if (c->lingering) {
-			c->rbuf = c->out.buf;
-			c->rroom = sizeof(c->out.buf);
+			c->rbuf = c->ibuf;
+			c->rroom = sizeof(c->ibuf);
 		} else {
-			c->rbuf = vhttp_parser_rbuf(c->parser, &c->rroom);
-			VB_BUG_ON(c->rroom == 0); /* everything was parsed */
+			conn_give_back(c);
+			if (c->parser) {
+				c->rbuf = vhttp_parser_rbuf(c->parser, &c->rroom);
+				VB_BUG_ON(c->rroom == 0); /* everything was parsed */
+			} else {
+				c->rbuf = c->ibuf;
+				c->rroom = sizeof(c->ibuf);
+			}
 		}
 	}
 	p = vio_conn_recv(&c->io, c->rbuf, c->rroom, &n);
@@ -446,14 +576,23 @@ static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
 	}
 	if (n > 0) {
 		VSRV_ADD(srv, bytes_in, n);
-		if (c->rd == VSRV_RD_OPEN) {
+		if (c->rd != VSRV_RD_OPEN)
+			return VRT_READY;
+		if (c->rbuf == c->ibuf) {
+			/* The first bytes after idle: now the parser. */
+			if (!conn_take_rx(c)) {
+				conn_abort(c, "out of memory for a parser");
+				return VRT_READY;
+			}
+			size_t took = vhttp_parser_feed(c->parser, c->ibuf, (size_t)n);
+			VB_BUG_ON(took != (size_t)n); /* an empty parser holds VSRV_IBUF */
+		} else {
 			vhttp_parser_commit(c->parser, (size_t)n);
-			c->parsed_all = false;
 		}
+		c->parsed_all = false;
 	} else if (n == 0) {
 		c->eof = true;
-		if (vhttp_parser_phase(c->parser) != VHTTP_PHASE_IDLE &&
-		    vhttp_parser_phase(c->parser) != VHTTP_PHASE_DONE) {
+		if (conn_parser_phase(c) != VHTTP_PHASE_IDLE && conn_parser_phase(c) != VHTTP_PHASE_DONE) {
 			/* Gone in the middle of a request: nobody to answer. */
 			VSRV_INC(srv, client_resets);
 			c->close_reason = "peer closed mid-request";
@@ -474,8 +613,9 @@ static enum vrt_poll conn_send(struct vsrv_conn *c, int64_t now, bool *progress)
 	if (!c->tx_busy) {
 		c->tx_since = c->tx_mark = now;
 		c->tx_looked = false;
+		c->tx_loud = false;
 	}
-	p = vio_conn_sendv(&c->io, c->out.iov, c->out.niov, &res);
+	p = vio_conn_sendv(&c->io, c->out->iov, c->out->niov, &res);
 	if (p == VRT_PENDING) {
 		c->tx_busy = true;
 		return p;
@@ -510,7 +650,8 @@ static enum vrt_poll conn_send(struct vsrv_conn *c, int64_t now, bool *progress)
 static bool tx_may_quiet(const struct vsrv_conn *c)
 {
 	return c->rd == VSRV_RD_OPEN && !c->eof && !c->aborting && !c->linger &&
-	       !c->lingering && !c->out.close_after && !c->cont_pending && !c->pending &&
+	       !c->lingering && !c->out->close_after && !c->cont_pending && !c->pending &&
+	       !c->tx_loud &&
 	       c->collect_seq == c->next_seq && vsrv__in_flight(c) < c->srv->cfg.max_pipeline &&
 	       !vsrv__draining(c->srv);
 }
@@ -548,8 +689,10 @@ static enum vrt_poll conn_close_step(struct vsrv_conn *c)
 	if (p != VRT_READY)
 		return p;
 	/* No operation is in flight any more: the batch may go. */
-	vsrv__batch_free_jobs(c->srv, &c->out);
-	vsrv__batch_reset(&c->out);
+	if (c->out) {
+		vsrv__batch_free_jobs(c->srv, c->out);
+		vsrv__batch_reset(c->out);
+	}
 	conn_finish(c);
 	return VRT_READY;
 }
@@ -609,7 +752,9 @@ static enum vrt_poll conn_poll(struct vrt_task *t)
 		if (!c->tx_busy && !c->aborting) {
 			if (vsrv__batch_collect(c))
 				progress = true;
-			if (c->out.niov) {
+			if (!c->parser && c->slots)
+				conn_give_back(c); /* the last job collected */
+			if (c->out && c->out->niov) {
 				p = conn_send(c, now, &progress);
 				if (p == VRT_YIELD)
 					return p;
@@ -642,6 +787,8 @@ static enum vrt_poll conn_poll(struct vrt_task *t)
 			continue;
 		break;
 	}
+	if (c->out || c->slots)
+		conn_give_back(c);
 	conn_arm(c, now);
 	return VRT_PENDING;
 }
@@ -652,7 +799,7 @@ static void conn_drop(struct vrt_task *t)
 	struct vsrv *srv = c->srv;
 
 	/* Jobs writers deposited after the task ended. */
-	for (uint32_t i = 0; i <= c->slot_mask; i++) {
+	for (uint32_t i = 0; c->slots && i <= c->slot_mask; i++) {
 		/* Relaxed: the runtime's last-reference release/acquire orders
 		 * every writer's [S1] before this. */
 		struct vsrv_job *job = atomic_load_explicit(&c->slots[i], memory_order_relaxed);
@@ -661,10 +808,12 @@ static void conn_drop(struct vrt_task *t)
 			vsrv__job_free(srv, job);
 		}
 	}
-	vsrv__batch_free_jobs(srv, &c->out);
+	if (c->out)
+		vsrv__batch_free_jobs(srv, c->out);
+	free(c->out);
 	vhttp_parser_free(c->parser);
-	free(c->slots);
-	free(c);
+	free((void *)c->slots);
+	vsrv__conn_dealloc(srv, c);
 	/* Relaxed: vsrv_stop polls it; the memory above is already free. */
 	atomic_fetch_sub_explicit(&srv->conns_alive, 1, memory_order_relaxed);
 }
@@ -680,19 +829,12 @@ int vsrv__conn_new(struct vsrv *srv, int fd, struct vsrv_conn **out)
 	/* One spare slot: a late answer (408) never shares a slot. */
 	while (nslots < srv->cfg.max_pipeline + 1)
 		nslots <<= 1;
-	c = calloc(1, sizeof(*c));
+	c = vsrv__conn_alloc(srv);
 	if (!c) {
 		rc = -ENOMEM;
 		goto fail;
 	}
-	c->slots = calloc(nslots, sizeof(*c->slots));
-	if (!c->slots) {
-		rc = -ENOMEM;
-		goto free_conn;
-	}
-	rc = vhttp_parser_new(&srv->limits, &c->parser);
-	if (rc < 0)
-		goto free_slots;
+	/* No parser and no slots yet: taken when bytes arrive. */
 	c->slot_mask = nslots - 1;
 	c->srv = srv;
 	vrt_task_init(&c->task, &vsrv__conn_vt);
@@ -701,16 +843,13 @@ int vsrv__conn_new(struct vsrv *srv, int fd, struct vsrv_conn **out)
 	vio_timer_init(&c->tmr);
 	atomic_init(&c->dead, false);
 	c->phase = VHTTP_PHASE_IDLE;
+	c->parsed_all = true; /* nothing to parse before the first read */
 	c->phase_since = c->idle_since = vb_now_ns();
 	/* Relaxed: a count for vsrv_stop; see conn_drop. */
 	atomic_fetch_add_explicit(&srv->conns_alive, 1, memory_order_relaxed);
 	*out = c;
 	return 0;
 
-free_slots:
-	free(c->slots);
-free_conn:
-	free(c);
 fail:
 	close(fd);
 	return rc;

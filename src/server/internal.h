@@ -64,6 +64,17 @@ enum vsrv_counter {
 	VSRV_C_COUNT
 };
 
+/* Parsers, slot arrays and batches kept per worker for reuse (see
+ * vsrv_wstats). */
+#define VSRV_CACHE 32
+/* A send that finishes quietly (no wakeup) is collected at the next
+ * request, or by the timer this long after it started, so that an idle
+ * connection gives its batch back. */
+#define VSRV_QUIET_NS (500 * VB_NS_PER_MS)
+/* The receive buffer of a connection without a parser (idle): a request
+ * that fits arrives in one read; the parser is taken when it does. */
+#define VSRV_IBUF 256
+
 /*
  * One block per worker (+1 for other threads), each on its own cache lines.
  * Any thread may add to any block (relaxed fetch_add): in practice a worker
@@ -74,6 +85,13 @@ struct vsrv_wstats {
 	_Atomic uint64_t c[VSRV_C_COUNT];
 	/* per kind (index vjob_kind_index, last = "other"): latency */
 	struct vb_hist *lat; /* [n_kinds], written by this block's worker only */
+	/* Parsers and reorder-slot arrays that idle connections gave back,
+	 * for the next connection that receives bytes on this worker; used by
+	 * this block's worker only (never the last block), freed by vsrv_free. */
+	struct vhttp_parser *parsers[VSRV_CACHE];
+	void *slots[VSRV_CACHE];
+	struct vsrv_batch *batches[VSRV_CACHE];
+	unsigned n_parsers, n_slots, n_batches;
 } vb_cacheline_aligned;
 
 /* ---------------------------------------------------------------- job */
@@ -136,7 +154,9 @@ struct vsrv_conn {
 	struct vrt_task task;          /* refs: runtime + jobs in flight */
 	struct vio_conn io;            /* task-private */
 	struct vsrv *srv;
-	struct vhttp_parser *parser;   /* task-private; freed by drop */
+	/* task-private: taken when bytes arrive, given back when idle (NULL:
+	 * none; the next read goes to ibuf); freed by drop */
+	struct vhttp_parser *parser;
 
 	/* registry (srv->reg_mu) */
 	struct vsrv_conn *reg_prev, *reg_next;
@@ -150,7 +170,9 @@ struct vsrv_conn {
 	_Atomic bool dead;
 
 	/* Reorder slots: slot[seq & slot_mask]. A writer (any thread) stores
-	 * a finished job; the task exchanges it out. */
+	 * a finished job; the task exchanges it out. Taken with the parser,
+	 * given back when every request parsed has been collected (no job of
+	 * the connection is anywhere else then); NULL meanwhile. */
 	_Atomic(struct vsrv_job *) *slots;
 	uint32_t slot_mask;
 
@@ -164,6 +186,7 @@ struct vsrv_conn {
 	bool rx_busy;          /* a recv is under way (into the parser's buffer) */
 	bool tx_busy;          /* the batch is being sent */
 	bool tx_quiet;         /* its completion may come without a wakeup */
+	bool tx_loud;          /* quiet for VSRV_QUIET_NS already: wake us */
 	bool parsed_all;       /* the parser said MORE since the last read */
 	bool cont_pending;     /* owe a 100 Continue before parsing on */
 	bool eof;              /* the peer closed its side */
@@ -186,7 +209,8 @@ struct vsrv_conn {
 	int64_t tmr_at;        /* what tmr is armed for (0: not armed) */
 	struct vio_timer tmr;  /* header/body/idle/send deadlines, lazily armed */
 	const char *close_reason; /* for the log, when requests are dropped */
-	struct vsrv_batch out;
+	struct vsrv_batch *out; /* taken for a response, given back when idle */
+	char ibuf[VSRV_IBUF];  /* reads while there is no parser; lingering */
 };
 
 /* ----------------------------------------------------------- the server */
@@ -264,6 +288,16 @@ struct vsrv {
 	_Atomic bool draining;
 
 	struct vsrv_wstats *ws;    /* [nworkers + 1] */
+
+	/* memory.c: the connection pool (pool_mu) and the trimming thread */
+	pthread_mutex_t pool_mu;
+	struct vsrv_conn *pool_free;   /* freed objects, linked through their first word */
+	void **pool_chunks;
+	unsigned pool_n, pool_cap, pool_used; /* pool_used: of the last chunk */
+	pthread_mutex_t trim_mu;
+	pthread_cond_t trim_cv;
+	pthread_t trim_thread;
+	bool trim_started, trim_stop;
 };
 
 /* Counters of different workers never share a line; the connection count
@@ -302,6 +336,18 @@ void vsrv__job_deposit(struct vsrv *srv, struct vsrv_job *job);
 /* Record a sent response (class counter, kind count and latency). */
 void vsrv__count_response(struct vsrv *srv, unsigned kind, int status, int64_t t0, int64_t now);
 
+/* memory.c */
+#define VSRV_POOL_CHUNK 128     /* connection objects per mmap'd chunk */
+void vsrv__mem_init(struct vsrv *srv);
+int vsrv__mem_start(struct vsrv *srv);
+/* Stop the trimming thread, unmap the pool (no connection may be left). */
+void vsrv__mem_fini(struct vsrv *srv);
+struct vsrv_conn *vsrv__conn_alloc(struct vsrv *srv); /* zeroed; NULL: no memory */
+void vsrv__conn_dealloc(struct vsrv *srv, struct vsrv_conn *c);
+
+/* conn.c: the connection's parser and slots (task), and the caches. */
+void vsrv__cache_free(struct vsrv_wstats *ws);
+
 /* Requests of c not answered yet (task-private counters). */
 static inline uint64_t vsrv__in_flight(const struct vsrv_conn *c)
 {
@@ -318,6 +364,9 @@ static inline bool vsrv__draining(const struct vsrv *srv)
 /* output.c: the connection's send batch and its own answers (task). */
 /* Room for one more response, and no send under way. */
 bool vsrv__batch_open(const struct vsrv_conn *c);
+/* conn.c: make sure c->out exists (this worker's cache first); false (and
+ * the connection aborts) when there is no memory. */
+bool vsrv__batch_get(struct vsrv_conn *c);
 /* Take the next responses in order from the slots (and a 100 Continue
  * owed); true when the 100 Continue went in. */
 bool vsrv__batch_collect(struct vsrv_conn *c);

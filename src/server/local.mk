@@ -6,6 +6,7 @@ libvolt_a_SOURCES += \
 	src/server/server.c \
 	src/server/conn.c \
 	src/server/output.c \
+	src/server/memory.c \
 	src/server/stages.c
 
 # Integration tests: a real voltd per I/O backend (tests/integration/httputil.py).

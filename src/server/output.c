@@ -21,14 +21,14 @@
 
 bool vsrv__batch_open(const struct vsrv_conn *c)
 {
-	return !c->tx_busy && c->out.n < VSRV_BATCH &&
-	       c->out.niov + 2 <= VB_ARRAY_SIZE(c->out.iov);
+	return !c->tx_busy && (!c->out || (c->out->n < VSRV_BATCH &&
+					   c->out->niov + 2 <= VB_ARRAY_SIZE(c->out->iov)));
 }
 
 /* Account n bytes just written at out.buf + buf_len. */
 static void batch_add_raw(struct vsrv_conn *c, size_t n)
 {
-	struct vsrv_batch *b = &c->out;
+	struct vsrv_batch *b = c->out;
 	char *at = b->buf + b->buf_len;
 
 	if (b->niov && (char *)b->iov[b->niov - 1].iov_base + b->iov[b->niov - 1].iov_len == at)
@@ -42,7 +42,7 @@ static void batch_add_raw(struct vsrv_conn *c, size_t n)
 static void batch_meta(struct vsrv_conn *c, struct vsrv_job *job, unsigned kind, int status,
 		       int64_t t0, bool close)
 {
-	struct vsrv_batch *b = &c->out;
+	struct vsrv_batch *b = c->out;
 
 	b->jobs[b->n] = job;
 	b->kind[b->n] = (uint8_t)kind;
@@ -54,7 +54,7 @@ static void batch_meta(struct vsrv_conn *c, struct vsrv_job *job, unsigned kind,
 
 static void batch_add_job(struct vsrv_conn *c, struct vsrv_job *job)
 {
-	struct vsrv_batch *b = &c->out;
+	struct vsrv_batch *b = c->out;
 
 	b->iov[b->niov++] = (struct iovec){ .iov_base = job->head, .iov_len = job->head_len };
 	b->bytes += job->head_len;
@@ -89,7 +89,7 @@ void vsrv__batch_reset(struct vsrv_batch *b)
 void vsrv__batch_done(struct vsrv_conn *c, int64_t now)
 {
 	struct vsrv *srv = c->srv;
-	struct vsrv_batch *b = &c->out;
+	struct vsrv_batch *b = c->out;
 
 	for (unsigned i = 0; i < b->n; i++)
 		vsrv__count_response(srv, b->kind[i], b->status[i], b->t0[i], now);
@@ -116,7 +116,7 @@ bool vsrv__batch_collect(struct vsrv_conn *c)
 		/* [S2] acquire: pairs with [S1] in vsrv__job_deposit. */
 		struct vsrv_job *job = atomic_load_explicit(slot, memory_order_acquire);
 
-		if (!job)
+		if (!job || !vsrv__batch_get(c))
 			break;
 		/* Relaxed: see the Ordering block. */
 		atomic_store_explicit(slot, NULL, memory_order_relaxed);
@@ -124,10 +124,10 @@ bool vsrv__batch_collect(struct vsrv_conn *c)
 		c->collect_seq++;
 	}
 	if (c->cont_pending && c->collect_seq == c->next_seq && vsrv__batch_open(c) &&
-	    VSRV_OBUF - c->out.buf_len >= VHTTP_RESPONSE_100_LEN) {
-		memcpy(c->out.buf + c->out.buf_len, VHTTP_RESPONSE_100, VHTTP_RESPONSE_100_LEN);
+	    vsrv__batch_get(c) && VSRV_OBUF - c->out->buf_len >= VHTTP_RESPONSE_100_LEN) {
+		memcpy(c->out->buf + c->out->buf_len, VHTTP_RESPONSE_100, VHTTP_RESPONSE_100_LEN);
 		batch_add_raw(c, VHTTP_RESPONSE_100_LEN);
-		c->out.continues++;
+		c->out->continues++;
 		c->cont_pending = false;
 		return true;
 	}
@@ -164,9 +164,9 @@ void vsrv__respond(struct vsrv_conn *c, uint64_t seq, struct vhttp_response *r,
 		r->content_length = res->body_len;
 		r->content_type = res->content_type;
 	}
-	if (seq == c->collect_seq && vsrv__batch_open(c)) {
-		char *dst = c->out.buf + c->out.buf_len;
-		size_t room = VSRV_OBUF - c->out.buf_len;
+	if (seq == c->collect_seq && vsrv__batch_open(c) && vsrv__batch_get(c)) {
+		char *dst = c->out->buf + c->out->buf_len;
+		size_t room = VSRV_OBUF - c->out->buf_len;
 
 		n = res ? vhttp_response_head(r, dst, room) : vhttp_response_text(r, NULL, dst, room);
 		if (n >= 0 && res && !head_only) {

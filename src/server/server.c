@@ -344,6 +344,7 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 	srv->rt = rt;
 	srv->io = io;
 	pthread_mutex_init(&srv->reg_mu, NULL);
+	vsrv__mem_init(srv);
 	atomic_init(&srv->conns_open, 0);
 	atomic_init(&srv->conns_alive, 0);
 	atomic_init(&srv->paused_n, 0);
@@ -415,6 +416,9 @@ int vsrv_start(struct vsrv *srv)
 			return rc;
 		srv->wr[i]->spawned = true;
 	}
+	rc = vsrv__mem_start(srv);
+	if (rc < 0)
+		return rc;
 	srv->started = true;
 	for (unsigned i = 0; i < srv->n_acc; i++) {
 		rc = vrt_spawn(srv->rt, &srv->acc[i]->task);
@@ -543,6 +547,7 @@ void vsrv_free(struct vsrv *srv)
 		       atomic_load_explicit(&srv->conns_alive, memory_order_relaxed));
 		return;
 	}
+	vsrv__mem_fini(srv); /* every connection is gone */
 	for (unsigned i = 0; i < srv->n_acc; i++)
 		vrt_task_unref(&srv->acc[i]->task);
 	if (srv->exec)
@@ -562,8 +567,10 @@ void vsrv_free(struct vsrv *srv)
 	if (srv->replies)
 		vch_free(srv->replies);
 	if (srv->ws) {
-		for (unsigned w = 0; w <= srv->nworkers; w++)
+		for (unsigned w = 0; w <= srv->nworkers; w++) {
 			free(srv->ws[w].lat);
+			vsrv__cache_free(&srv->ws[w]);
+		}
 		free(srv->ws);
 	}
 	pthread_mutex_destroy(&srv->reg_mu);

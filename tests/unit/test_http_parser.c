@@ -429,6 +429,40 @@ static void test_ows_spaces_and_tabs(void **state)
 	}
 }
 
+/* A parser reset after an error, a closed exchange or half a head is as
+ * good as new (the server reuses parsers of idle connections). */
+static void test_reset_is_like_new(void **state)
+{
+	(void)state;
+	struct vhttp_limits lim = lim_default();
+	static const char *const before[] = {
+		"GARBAGE\r\n\r\n",                                  /* error */
+		"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n", /* closed */
+		"POST /e HTTP/1.1\r\nHost: a\r\nContent-Le",          /* half a head */
+		"POST /e HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab", /* body */
+	};
+	const char *good = "POST /x?q=1 HTTP/1.1\r\nHost: h\r\nContent-Length: 2\r\n\r\nhi";
+	for (size_t i = 0; i < sizeof(before) / sizeof(before[0]); i++) {
+		struct vhttp_parser *p;
+		struct vhttp_request *r;
+		assert_int_equal(vhttp_parser_new(&lim, &p), 0);
+		vhttp_parser_feed(p, before[i], strlen(before[i]));
+		while (vhttp_parser_next(p, &r) == VHTTP_EV_REQUEST)
+			vhttp_request_free(r);
+		vhttp_parser_reset(p);
+		assert_int_equal(vhttp_parser_phase(p), VHTTP_PHASE_IDLE);
+		assert_int_equal(vhttp_parser_buffered(p), 0);
+		vhttp_parser_feed(p, good, strlen(good));
+		assert_int_equal(vhttp_parser_next(p, &r), VHTTP_EV_REQUEST);
+		assert_int_equal(r->body_len, 2);
+		assert_memory_equal(r->body, "hi", 2);
+		assert_int_equal(r->query_len, 3);
+		vhttp_request_free(r);
+		assert_int_equal(vhttp_parser_next(p, &r), VHTTP_EV_MORE);
+		vhttp_parser_free(p);
+	}
+}
+
 static void test_keep_alive_rules(void **state)
 {
 	(void)state;
@@ -838,6 +872,7 @@ int main(void)
 		cmocka_unit_test(test_chunked_with_trailers),
 		cmocka_unit_test(test_pipelined),
 		cmocka_unit_test(test_ows_spaces_and_tabs),
+		cmocka_unit_test(test_reset_is_like_new),
 		cmocka_unit_test(test_pipelined_leftover_stays_buffered),
 		cmocka_unit_test(test_read_buffer_back_pressure),
 		cmocka_unit_test(test_keep_alive_rules),

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/memory.c: memory that returns to the system.
+ *  - Connection objects come from a pool of mmap'd chunks (VSRV_POOL_CHUNK
+ *    objects each), not from malloc: the buffers connections take while
+ *    busy (parser, slots, batch: see conn.c) and give back when idle are
+ *    then not wedged between long-lived connection objects, so the pages
+ *    they free are whole pages. The pool keeps its chunks (bounded by the
+ *    peak of max_connections) until vsrv_free.
+ *  - A trimming thread gives the free pages of malloc's arenas back
+ *    (malloc_trim) once a second when the server freed something since
+ *    the last look (connections closed, requests answered): after a burst
+ *    of slow clients leaves, RSS goes back to its baseline.
+ *
+ * Threading: the pool is taken by acceptors (any worker) and filled by
+ * drop() (any thread) under pool_mu; the trimming thread reads counters
+ * and sleeps on trim_cv (trim_mu) until vsrv_free stops it.
+ */
+#include "config.h"
+#include "server/internal.h"
+#include "base/time.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#define TRIM_PERIOD_MS 1000
+
+void vsrv__mem_init(struct vsrv *srv)
+{
+	pthread_mutex_init(&srv->pool_mu, NULL);
+	pthread_mutex_init(&srv->trim_mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&srv->trim_cv, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+struct vsrv_conn *vsrv__conn_alloc(struct vsrv *srv)
+{
+	struct vsrv_conn *c = NULL;
+	size_t sz = sizeof(struct vsrv_conn);
+
+	pthread_mutex_lock(&srv->pool_mu);
+	if (srv->pool_free) {
+		c = srv->pool_free;
+		srv->pool_free = *(struct vsrv_conn **)c;
+	} else {
+		if (!srv->pool_n || srv->pool_used == VSRV_POOL_CHUNK) {
+			if (srv->pool_n == srv->pool_cap) {
+				unsigned cap = srv->pool_cap ? 2 * srv->pool_cap : 16;
+				void **n = realloc(srv->pool_chunks, cap * sizeof(*n));
+				if (!n)
+					goto out;
+				srv->pool_chunks = n;
+				srv->pool_cap = cap;
+			}
+			void *m = mmap(NULL, VSRV_POOL_CHUNK * sz, PROT_READ | PROT_WRITE,
+				       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (m == MAP_FAILED)
+				goto out;
+			srv->pool_chunks[srv->pool_n++] = m;
+			srv->pool_used = 0;
+		}
+		c = (struct vsrv_conn *)((char *)srv->pool_chunks[srv->pool_n - 1] +
+					 srv->pool_used++ * sz);
+	}
+out:
+	pthread_mutex_unlock(&srv->pool_mu);
+	if (c)
+		memset(c, 0, sz);
+	return c;
+}
+
+void vsrv__conn_dealloc(struct vsrv *srv, struct vsrv_conn *c)
+{
+	pthread_mutex_lock(&srv->pool_mu);
+	*(struct vsrv_conn **)c = srv->pool_free;
+	srv->pool_free = c;
+	pthread_mutex_unlock(&srv->pool_mu);
+}
+
+/* What the server has freed so far, roughly: connections closed and
+ * responses sent (each gives buffers back). */
+static uint64_t freed_mark(struct vsrv *srv)
+{
+	uint64_t sum = 0;
+
+	for (unsigned w = 0; w <= srv->nworkers; w++) {
+		/* Relaxed: statistics, a hint for when to trim. */
+		sum += atomic_load_explicit(&srv->ws[w].c[VSRV_C_conns_closed], memory_order_relaxed);
+		sum += atomic_load_explicit(&srv->ws[w].c[VSRV_C_bytes_out], memory_order_relaxed);
+	}
+	return sum;
+}
+
+static void *trim_main(void *arg)
+{
+	struct vsrv *srv = arg;
+	uint64_t last = freed_mark(srv);
+
+	pthread_mutex_lock(&srv->trim_mu);
+	while (!srv->trim_stop) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += TRIM_PERIOD_MS / 1000;
+		pthread_cond_timedwait(&srv->trim_cv, &srv->trim_mu, &ts);
+		if (srv->trim_stop)
+			break;
+		uint64_t now = freed_mark(srv);
+		if (now != last) {
+			last = now;
+			pthread_mutex_unlock(&srv->trim_mu);
+			malloc_trim(0);
+			pthread_mutex_lock(&srv->trim_mu);
+		}
+	}
+	pthread_mutex_unlock(&srv->trim_mu);
+	return NULL;
+}
+
+int vsrv__mem_start(struct vsrv *srv)
+{
+	int rc = pthread_create(&srv->trim_thread, NULL, trim_main, srv);
+
+	if (rc)
+		return -rc;
+	srv->trim_started = true;
+	return 0;
+}
+
+void vsrv__mem_fini(struct vsrv *srv)
+{
+	if (srv->trim_started) {
+		pthread_mutex_lock(&srv->trim_mu);
+		srv->trim_stop = true;
+		pthread_cond_signal(&srv->trim_cv);
+		pthread_mutex_unlock(&srv->trim_mu);
+		pthread_join(srv->trim_thread, NULL);
+		srv->trim_started = false;
+	}
+	for (unsigned i = 0; i < srv->pool_n; i++)
+		munmap(srv->pool_chunks[i], VSRV_POOL_CHUNK * sizeof(struct vsrv_conn));
+	free(srv->pool_chunks);
+	srv->pool_chunks = NULL;
+	srv->pool_n = srv->pool_cap = 0;
+	pthread_cond_destroy(&srv->trim_cv);
+	pthread_mutex_destroy(&srv->trim_mu);
+	pthread_mutex_destroy(&srv->pool_mu);
+}
