@@ -200,7 +200,7 @@ extern bool vio__uring_test_sq_busy;
 	X(submitted) X(completed) X(immediate) X(cancels) \
 	X(recv_multishot_arms) X(recv_enobufs) X(recv_plain) \
 	X(recv_bytes) X(send_bytes) X(send_partial) \
-	X(accepts) X(accept_pauses) X(accept_rearms) X(timers_fired) \
+	X(accepts) X(accept_pauses) X(accept_errors) X(accept_rearms) X(timers_fired) \
 	X(parks) X(park_wakeups_io) X(sq_full) X(cq_overflow) \
 	X(migrations)
 

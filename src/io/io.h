@@ -251,7 +251,7 @@ struct vio_worker_stats {
 	uint64_t cancels;          /* cancellations issued */
 	uint64_t recv_multishot_arms, recv_enobufs, recv_plain;
 	uint64_t recv_bytes, send_bytes, send_partial;
-	uint64_t accepts, accept_pauses, accept_rearms;
+	uint64_t accepts, accept_pauses, accept_errors, accept_rearms;
 	uint64_t timers_fired;
 	uint64_t parks, park_wakeups_io;
 	uint64_t sq_full, cq_overflow;

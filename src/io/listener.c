@@ -367,7 +367,7 @@ void vio__lsock_error(struct vio_lsock *ls, int err)
 			  ls->l->port, strerror(err), w->io->cfg.accept_pause_ms);
 		break;
 	default:
-		VIO_STAT_INC(w, accept_pauses);
+		VIO_STAT_INC(w, accept_errors);
 		vb_log_rl(&accept_rl, LOG_ERR, "io: accept on port %d: %s; retrying in %u ms",
 			  ls->l->port, strerror(err), w->io->cfg.accept_pause_ms);
 		break;

@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from conftest import free_port
+from conftest import VOLTD, free_port
 from ctlutil import Ctl, ctl
 from httputil import Reader, backend, connect, req_bytes, request, voltd  # noqa: F401 (fixtures)
 
@@ -237,3 +237,43 @@ def test_prometheus_scrapes_metrics_listen(voltd, tmp_path):
         prom.wait(timeout=20)
         log.close()
     assert ctl(d, "stats control")["control"]["metrics_requests"] >= 2
+
+
+def test_accept_pauses_for_want_of_fds_are_counted(backend, tmp_path):
+    """Out of file descriptors, accepting pauses; the pause is counted
+    (stats io: accept_pauses; voltd_io_accept_pauses_total), not only logged."""
+    port = free_port()
+    sock = tmp_path / "control.sock"
+    log = open(tmp_path / "voltd.log", "w")
+    p = subprocess.Popen([VOLTD, "-f", "-s", "server.listen=127.0.0.1:%d" % port, "-s", "control.socket=%s" % sock,
+                          "-s", "io.backend=%s" % backend, "-s", "scheduler.workers=1", "-s", "io.accept_pause_ms=50"],
+                         stdout=log, stderr=subprocess.STDOUT,
+                         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (48, 48)))
+    try:
+        deadline = time.monotonic() + 15
+        while "ready" not in (tmp_path / "voltd.log").read_text():
+            assert p.poll() is None and time.monotonic() < deadline, (tmp_path / "voltd.log").read_text()
+            time.sleep(0.05)
+        conns = []
+        for _ in range(80):
+            try:
+                conns.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+            except OSError:
+                break
+        time.sleep(0.5)  # the accepts fail meanwhile
+        for s in conns:
+            s.close()
+        st = None
+        while st is None:
+            try:
+                with Ctl(sock) as c:
+                    st = c.cmd("stats io")
+            except (OSError, EOFError):
+                assert time.monotonic() < deadline + 15, "control socket never answered"
+                time.sleep(0.1)
+        assert sum(w["accept_pauses"] for w in st["io"]["workers"]) >= 1, st
+        assert "pausing this listener" in (tmp_path / "voltd.log").read_text()
+    finally:
+        p.terminate()
+        assert p.wait(timeout=20) == 0
+        log.close()
