@@ -101,6 +101,7 @@ int vjob_new(const struct vjob_kind *kind, const struct vjob_config *cfg,
 	job->in_len = in->body_len;
 	in->body = NULL;
 	job->ready = in->ready;
+	job->alive = in->alive;
 
 	int rc = kind->start(job, cfg);
 	if (rc < 0)

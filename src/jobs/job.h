@@ -87,6 +87,7 @@ struct vjob_input {
 	uint8_t *body;      /* malloc'd body: ownership moves to the job, */
 	size_t body_len;    /* even when vjob_new fails */
 	bool ready;         /* readyz: the server is ready to take jobs */
+	bool alive;         /* livez: no worker stalled past the fail threshold */
 };
 
 /* The answer; fields public, read-only, valid until vjob_free. */

@@ -2,7 +2,7 @@
 /*
  * jobs/kind_readyz.c: GET|HEAD /readyz -> 200 "ready\n", or 503 "not ready\n"
  * when the server says it is not ready (vjob_input.ready: jobs channel at
- * least 90 % full, or draining). Finishes in vjob_new, like healthz: a
+ * least 90 % full, drained by the daemon, or stopping). Finishes in vjob_new, like healthz: a
  * readiness probe must not wait behind the queue it reports on. Stateless.
  * Threading: a job is stepped by one thread at a time (job.h).
  */

@@ -6,6 +6,7 @@ libvolt_a_SOURCES += \
 	src/jobs/registry.c \
 	src/jobs/kind_healthz.c \
 	src/jobs/kind_readyz.c \
+	src/jobs/kind_livez.c \
 	src/jobs/kind_echo.c \
 	src/jobs/kind_spin.c \
 	src/jobs/kind_sleep.c \

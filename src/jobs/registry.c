@@ -9,6 +9,7 @@
 
 extern const struct vjob_kind vjob_kind_healthz;
 extern const struct vjob_kind vjob_kind_readyz;
+extern const struct vjob_kind vjob_kind_livez;
 extern const struct vjob_kind vjob_kind_echo;
 extern const struct vjob_kind vjob_kind_spin;
 extern const struct vjob_kind vjob_kind_sleep;
@@ -23,6 +24,7 @@ extern const struct vjob_kind vjob_kind_stall;
 static const struct vjob_kind *const kinds[] = {
 	&vjob_kind_healthz,
 	&vjob_kind_readyz,
+	&vjob_kind_livez,
 	&vjob_kind_echo,
 	&vjob_kind_spin,
 	&vjob_kind_sleep,

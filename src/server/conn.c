@@ -175,7 +175,9 @@ static enum vhttp_phase conn_parser_phase(const struct vsrv_conn *c)
 
 static bool ready_for_jobs(struct vsrv *srv)
 {
-	return !vsrv__draining(srv) && vch_len(srv->jobs) < srv->ready_limit;
+	/* Relaxed: a status bit (see vsrv__closing). */
+	return !vsrv__draining(srv) && !atomic_load_explicit(&srv->unready, memory_order_relaxed) &&
+	       vch_len(srv->jobs) < srv->ready_limit;
 }
 
 /* Offer a job to `jobs`. Its gauge moves to exec first: once sent, the job
@@ -252,6 +254,8 @@ static void on_request(struct vsrv_conn *c, struct vhttp_request *req, int64_t n
 		.query = req->query,
 		.query_len = req->query_len,
 		.ready = ready_for_jobs(srv),
+		/* Relaxed: a status bit set by the daemon's stall check. */
+		.alive = atomic_load_explicit(&srv->alive, memory_order_relaxed),
 	};
 	in.body = vhttp_request_take_body(req, &in.body_len);
 	rc = vjob_new(kind, &srv->jcfg, &in, &vj);
@@ -264,7 +268,7 @@ static void on_request(struct vsrv_conn *c, struct vhttp_request *req, int64_t n
 
 		vhttp_response_init(&r, 200);
 		r.version_minor = req->version_minor;
-		r.close = close || vsrv__draining(srv);
+		r.close = close || vsrv__closing(srv);
 		vsrv__respond(c, seq, &r, vj, kidx, head_only, now);
 		goto out;
 	}
@@ -286,11 +290,31 @@ out:
 	vhttp_request_free(req);
 }
 
+/* A connection accepted just before the drain gets this long for its first
+ * request (it was accepted, so the client is sending one). */
+#define DRAIN_FIRST_MS 1000
+
+/*
+ * While draining, is a request still arriving (its first bytes are in: read
+ * it to its end, upload included, and answer it), or has a fresh connection
+ * not had DRAIN_FIRST_MS for its first request yet? Otherwise the connection
+ * is idle and closes.
+ */
+static bool drain_keeps_reading(const struct vsrv_conn *c)
+{
+	enum vhttp_phase ph = vhttp_parser_phase(c->parser);
+
+	if (ph == VHTTP_PHASE_HEAD || ph == VHTTP_PHASE_BODY)
+		return true;
+	return !c->first_done && c->next_seq == 0 && !c->eof &&
+	       vb_now_ns() < c->idle_since + (int64_t)DRAIN_FIRST_MS * VB_NS_PER_MS;
+}
+
 static bool can_parse(const struct vsrv_conn *c)
 {
 	return c->parser && !c->rx_busy && !c->parsed_all && c->rd == VSRV_RD_OPEN && !c->pending &&
 	       !c->cont_pending && vsrv__in_flight(c) < c->srv->cfg.max_pipeline &&
-	       !vsrv__draining(c->srv);
+	       (!vsrv__draining(c->srv) || drain_keeps_reading(c));
 }
 
 static void note_phase(struct vsrv_conn *c, int64_t now)
@@ -367,7 +391,10 @@ static int64_t read_deadline(const struct vsrv_conn *c)
 	case VHTTP_PHASE_IDLE:
 		if (vsrv__in_flight(c) || c->pending)
 			return 0; /* the client waits for us */
-		/* Before the first answer the header timeout bounds the wait. */
+		/* Before the first answer the header timeout bounds the wait;
+		 * draining, DRAIN_FIRST_MS (drain_keeps_reading). */
+		if (vsrv__draining(c->srv))
+			return c->idle_since + ms(DRAIN_FIRST_MS);
 		return c->idle_since + ms(c->first_done ? cfg->idle_timeout_ms : cfg->header_timeout_ms);
 	default:
 		return 0;
@@ -529,7 +556,8 @@ static bool conn_over(const struct vsrv_conn *c)
 		return true;
 	if (!quiet || c->lingering)
 		return false;
-	return c->rd == VSRV_RD_DONE || vsrv__draining(c->srv) || (c->eof && c->parsed_all);
+	return c->rd == VSRV_RD_DONE || (c->eof && c->parsed_all) ||
+	       (vsrv__draining(c->srv) && !drain_keeps_reading(c));
 }
 
 /* ------------------------------------------------------------ the task */
@@ -678,7 +706,8 @@ static bool may_read(const struct vsrv_conn *c)
 	if (c->lingering)
 		return true;
 	return c->rd == VSRV_RD_OPEN && !c->eof && c->parsed_all && !c->pending &&
-	       !c->cont_pending && !c->aborting && !vsrv__draining(c->srv);
+	       !c->cont_pending && !c->aborting &&
+	       (!vsrv__draining(c->srv) || drain_keeps_reading(c));
 }
 
 static enum vrt_poll conn_close_step(struct vsrv_conn *c)
@@ -708,6 +737,12 @@ static enum vrt_poll conn_poll(struct vrt_task *t)
 	if (vrt_task_is_cancelled(t)) {
 		/* Cut at shutdown: stop without waiting for the kernel; the
 		 * batch stays until drop(), when no operation can touch it. */
+		if (drain_keeps_reading(c) && vhttp_parser_phase(c->parser) != VHTTP_PHASE_IDLE) {
+			/* A request still arriving when the drain bound
+			 * came: received in part, never answered: counted. */
+			VSRV_INC(c->srv, requests);
+			VSRV_INC(c->srv, requests_dropped);
+		}
 		conn_abort(c, "cut at shutdown");
 		conn_release(c);
 		vio_conn_abandon(&c->io);

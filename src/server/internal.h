@@ -286,6 +286,8 @@ struct vsrv {
 	_Atomic uint64_t conns_alive;  /* until drop() */
 	vb_cacheline_aligned _Atomic uint32_t paused_n;
 	_Atomic bool draining;
+	_Atomic bool unready;      /* vsrv_set_ready(false) */
+	_Atomic bool alive;        /* vsrv_set_alive */
 
 	struct vsrv_wstats *ws;    /* [nworkers + 1] */
 
@@ -359,6 +361,14 @@ static inline bool vsrv__draining(const struct vsrv *srv)
 	/* Relaxed: the drain also wakes every connection, whose next poll
 	 * (ordered after the wake by the runtime) sees the flag. */
 	return atomic_load_explicit(&srv->draining, memory_order_relaxed);
+}
+
+/* Responses say "Connection: close": stopping, or not ready (the drain's
+ * first step). Relaxed like vsrv__draining: a stale value costs one
+ * response with or without the header. */
+static inline bool vsrv__closing(const struct vsrv *srv)
+{
+	return vsrv__draining(srv) || atomic_load_explicit(&srv->unready, memory_order_relaxed);
 }
 
 /* output.c: the connection's send batch and its own answers (task). */

@@ -229,7 +229,7 @@ void vsrv__respond_status(struct vsrv_conn *c, uint64_t seq, int status, uint8_t
 
 	vhttp_response_init(&r, status);
 	r.version_minor = version_minor;
-	r.close = close || vsrv__draining(c->srv);
+	r.close = close || vsrv__closing(c->srv);
 	r.allow = allow;
 	if (status == 503 && c->srv->cfg.retry_after_s)
 		r.retry_after_s = (int)c->srv->cfg.retry_after_s;

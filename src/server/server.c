@@ -19,6 +19,9 @@
  *      Dekker pattern. Either the closer sees paused_n > 0 (and wakes the
  *      acceptor), or the acceptor's load sees the decrement (and goes on
  *      accepting): an acceptor never sleeps while there is room.
+ * srv->unready, srv->alive: status bits the daemon sets from any thread;
+ * relaxed everywhere (a request that reads a stale value answers /readyz,
+ * /livez or "Connection: close" as of a moment earlier).
  * srv->draining: relaxed everywhere. vsrv_stop stores it, then wakes every
  * connection through the registry (a mutex, then vrt_task_wake, which
  * orders the store before the woken poll); tasks that read a stale value
@@ -42,7 +45,8 @@
 
 static int check_config(const struct vsrv_config *c)
 {
-	if ((c->n_listen == 0 && c->n_fds == 0) || c->n_listen > VSRV_MAX_LISTEN)
+	if ((c->n_listen == 0 && c->n_fds == 0) || c->n_listen > VSRV_MAX_LISTEN ||
+	    c->n_fds > VSRV_MAX_LISTEN)
 		return -EINVAL;
 	if (c->max_connections == 0 || c->max_pipeline == 0 || c->max_pipeline > 1024)
 		return -EINVAL;
@@ -261,10 +265,15 @@ static int make_listeners(struct vsrv *srv)
 	int rc;
 
 	if (cfg->n_fds) {
-		rc = vio_listener_adopt(srv->io, cfg->fds, cfg->n_fds, &srv->listeners[0]);
-		if (rc < 0)
-			return rc;
-		srv->n_listeners = 1;
+		/* Socket activation: each inherited socket is one listener that
+		 * every worker accepts from (no SO_REUSEPORT siblings: the
+		 * socket may belong to another uid). */
+		for (unsigned i = 0; i < cfg->n_fds && i < VSRV_MAX_LISTEN; i++) {
+			rc = vio_listener_adopt(srv->io, &cfg->fds[i], 1, &srv->listeners[i]);
+			if (rc < 0)
+				return rc;
+			srv->n_listeners++;
+		}
 		return 0;
 	}
 	for (unsigned i = 0; i < cfg->n_listen; i++) {
@@ -340,7 +349,6 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 		return -ENOMEM;
 	memset(srv, 0, sizeof(*srv));
 	srv->cfg = *cfg;
-	srv->cfg.fds = NULL; /* borrowed: used by vsrv_new only */
 	srv->rt = rt;
 	srv->io = io;
 	pthread_mutex_init(&srv->reg_mu, NULL);
@@ -349,6 +357,8 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 	atomic_init(&srv->conns_alive, 0);
 	atomic_init(&srv->paused_n, 0);
 	atomic_init(&srv->draining, false);
+	atomic_init(&srv->unready, false);
+	atomic_init(&srv->alive, true);
 
 	vhttp_limits_default(&srv->limits);
 	srv->limits.max_header_bytes = cfg->max_header_bytes;
@@ -384,6 +394,7 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 	srv->ready_limit = ((size_t)cfg->jobs_capacity * 9 + 9) / 10;
 
 	rc = make_listeners(srv);
+	srv->cfg.fds = NULL; /* borrowed: used by make_listeners only */
 	if (rc < 0)
 		goto fail;
 	rc = make_tasks(srv);
@@ -445,6 +456,24 @@ bool vsrv_draining(const struct vsrv *srv)
 	return atomic_load_explicit(&srv->draining, memory_order_relaxed);
 }
 
+void vsrv_set_ready(struct vsrv *srv, bool ready)
+{
+	/* Relaxed: a status bit; see the Ordering block. */
+	atomic_store_explicit(&srv->unready, !ready, memory_order_relaxed);
+}
+
+bool vsrv_ready(const struct vsrv *srv)
+{
+	/* Relaxed: a status bit; see the Ordering block. */
+	return !atomic_load_explicit(&srv->unready, memory_order_relaxed);
+}
+
+void vsrv_set_alive(struct vsrv *srv, bool alive)
+{
+	/* Relaxed: a status bit; see the Ordering block. */
+	atomic_store_explicit(&srv->alive, alive, memory_order_relaxed);
+}
+
 static void nap_ms(unsigned ms)
 {
 	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ms * 1000000L };
@@ -452,13 +481,22 @@ static void nap_ms(unsigned ms)
 	nanosleep(&ts, NULL);
 }
 
-/* Wait until *ctr is 0 or `deadline` passes; true when it reached 0. */
-static bool wait_zero(_Atomic uint64_t *ctr, int64_t deadline)
+/* Wait until *ctr is 0 or `deadline` passes; true when it reached 0. The
+ * daemon's drain tick runs about every 250 ms meanwhile. */
+static bool wait_zero(struct vsrv *srv, _Atomic uint64_t *ctr, int64_t deadline)
 {
+	int64_t tick = vb_now_ns() + 250 * VB_NS_PER_MS;
+
 	/* Relaxed: a count polled for zero (see the Ordering block). */
 	while (atomic_load_explicit(ctr, memory_order_relaxed) != 0) {
-		if (vb_now_ns() >= deadline)
+		int64_t now = vb_now_ns();
+
+		if (now >= deadline)
 			return false;
+		if (now >= tick && srv->cfg.drain_tick_fn) {
+			srv->cfg.drain_tick_fn(srv->cfg.drain_tick_ctx);
+			tick = now + 250 * VB_NS_PER_MS;
+		}
 		nap_ms(2);
 	}
 	return true;
@@ -491,13 +529,13 @@ int vsrv_stop(struct vsrv *srv)
 
 	/* Let every connection finish what it received, then close. */
 	reg_kick(srv, false);
-	if (!wait_zero(&srv->conns_open, now + (int64_t)srv->cfg.drain_timeout_ms * VB_NS_PER_MS)) {
+	if (!wait_zero(srv, &srv->conns_open, now + (int64_t)srv->cfg.drain_timeout_ms * VB_NS_PER_MS)) {
 		vb_warn("drain: %" PRIu64 " connection(s) still busy after %u ms: cutting them",
 			atomic_load_explicit(&srv->conns_open, memory_order_relaxed),
 			srv->cfg.drain_timeout_ms);
 		rc = -ETIMEDOUT;
 		reg_kick(srv, true);
-		if (!wait_zero(&srv->conns_open, vb_now_ns() + 2000 * VB_NS_PER_MS))
+		if (!wait_zero(srv, &srv->conns_open, vb_now_ns() + 2000 * VB_NS_PER_MS))
 			vb_err("drain: connections did not stop after being cancelled");
 	}
 
@@ -517,7 +555,7 @@ int vsrv_stop(struct vsrv *srv)
 		join_spawned(&srv->wr[i]->task, srv->wr[i]->spawned);
 
 	/* Connections whose last operation is still completing. */
-	if (!wait_zero(&srv->conns_alive, vb_now_ns() + 2000 * VB_NS_PER_MS))
+	if (!wait_zero(srv, &srv->conns_alive, vb_now_ns() + 2000 * VB_NS_PER_MS))
 		vb_warn("drain: %" PRIu64 " connection object(s) still referenced",
 			atomic_load_explicit(&srv->conns_alive, memory_order_relaxed));
 	return rc;

@@ -50,7 +50,8 @@ struct vsrv_config {
 	} listen[VSRV_MAX_LISTEN];
 	unsigned n_listen;
 	/* Already listening sockets (socket activation): used instead of
-	 * listen[] when n_fds > 0; the server's listener takes them over. */
+	 * listen[] when n_fds > 0 (at most VSRV_MAX_LISTEN); each becomes one
+	 * listener served by every worker, which takes the fd over. */
 	const int *fds;
 	unsigned n_fds;
 	unsigned backlog;
@@ -71,6 +72,11 @@ struct vsrv_config {
 	/* vsrv_stop: how long in-flight requests may take to finish before
 	 * their connections are cut. */
 	unsigned drain_timeout_ms;
+	/* Called by vsrv_stop on its own thread about every 250 ms while it
+	 * waits for connections to finish (the daemon's watchdog, status and
+	 * EXTEND_TIMEOUT_USEC); NULL: none. */
+	void (*drain_tick_fn)(void *ctx);
+	void *drain_tick_ctx;
 };
 
 /* Check the config, create the channels and bind the listeners (so that
@@ -91,10 +97,24 @@ int vsrv_port(const struct vsrv *srv, unsigned i);
 bool vsrv_draining(const struct vsrv *srv);
 
 /*
+ * Readiness, set by the daemon (any thread, any time): while not ready,
+ * /readyz answers 503 and every response says "Connection: close" (a load
+ * balancer stops sending and does not reuse the connection), but requests
+ * are still served. Ready from vsrv_new. The first step of the drain.
+ */
+void vsrv_set_ready(struct vsrv *srv, bool ready);
+bool vsrv_ready(const struct vsrv *srv);
+/* Liveness for /livez (any thread): false while a worker is stalled past
+ * the daemon's fail threshold. Alive from vsrv_new. */
+void vsrv_set_alive(struct vsrv *srv, bool alive);
+
+/*
  * Drain and stop: close the listeners, stop reading new requests, let the
  * requests already received finish and be answered (their responses say
- * "Connection: close"), close idle connections at once; after
- * cfg.drain_timeout_ms cut whatever is left (counted as dropped). Then stop
+ * "Connection: close") -- a request whose first bytes have arrived is
+ * still read to its end, upload included --, close idle connections at
+ * once; after cfg.drain_timeout_ms cut whatever is left (counted as
+ * dropped, a request cut while arriving included). Then stop
  * the exec and write tasks. Blocks the calling (non-worker) thread; the
  * runtime must still run. Returns 0 when everything finished in time,
  * -ETIMEDOUT when connections had to be cut. Idempotent.

@@ -86,9 +86,9 @@ void vsrv__job_encode(struct vsrv *srv, struct vsrv_job *job)
 	r.content_length = res->body_len;
 	r.content_type = res->content_type;
 	r.version_minor = job->version_minor;
-	/* Relaxed: a drain that starts right after this misses one
-	 * "Connection: close"; the connection still closes after it. */
-	r.close = !job->keep_alive || atomic_load_explicit(&srv->draining, memory_order_relaxed);
+	/* A drain that starts right after this misses one "Connection:
+	 * close"; the connection still closes after it. */
+	r.close = !job->keep_alive || vsrv__closing(srv);
 	n = vhttp_response_head(&r, job->head, sizeof(job->head));
 	if (n < 0) {
 		/* A kind's content type too long for a head: never with the

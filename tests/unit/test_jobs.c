@@ -89,9 +89,9 @@ static void expect_400(const char *kind, const char *query, const struct vjob_co
 static void test_registry(void **state)
 {
 	(void)state;
-	static const char *const names[] = { "healthz", "readyz", "echo", "spin",
+	static const char *const names[] = { "healthz", "readyz", "livez", "echo", "spin",
 					     "sleep",   "hash",   "gzip" };
-	assert_int_equal(vjob_kind_count(), 7);
+	assert_int_equal(vjob_kind_count(), 8);
 	for (size_t i = 0; i < vjob_kind_count(); i++) {
 		const struct vjob_kind *k = vjob_kind_at(i);
 		assert_non_null(k);
@@ -100,7 +100,7 @@ static void test_registry(void **state)
 		assert_ptr_equal(vjob_kind_by_name(k->name), k);
 		assert_true(k->path[0] == '/');
 	}
-	assert_null(vjob_kind_at(7));
+	assert_null(vjob_kind_at(8));
 	assert_null(vjob_kind_by_name("nope"));
 	struct vjob_kind other = *vjob_kind_at(0);
 	assert_int_equal(vjob_kind_index(&other), -1);
@@ -176,6 +176,17 @@ static void test_healthz_and_readyz_finish_at_once(void **state)
 	assert_int_equal(vjob_new(vjob_kind_by_name("readyz"), &c, &in, &j), 0);
 	assert_true(vjob_done(j));
 	expect_text(vjob_result(j), 503, "not ready\n");
+	vjob_free(j);
+
+	in = (struct vjob_input){ .alive = true };
+	assert_int_equal(vjob_new(vjob_kind_by_name("livez"), &c, &in, &j), 0);
+	assert_true(vjob_done(j));
+	expect_text(vjob_result(j), 200, "alive\n");
+	vjob_free(j);
+	in = (struct vjob_input){ .alive = false, .ready = true };
+	assert_int_equal(vjob_new(vjob_kind_by_name("livez"), &c, &in, &j), 0);
+	assert_true(vjob_done(j));
+	expect_text(vjob_result(j), 503, "stalled\n");
 	vjob_free(j);
 }
 
