@@ -57,6 +57,13 @@ struct vcfg {
 		unsigned client_timeout_ms;
 		struct vcfg_addr metrics_listen; /* len 0 = off */
 	} control;
+	/* The daemon's own keys (voltd/life.c): server.shutdown_delay_ms,
+	 * server.agent_listen, control.stall_fail_ms. */
+	struct {
+		unsigned shutdown_delay_ms;
+		struct vcfg_addr agent_listen; /* len 0 = off */
+		unsigned stall_fail_ms;
+	} life;
 	struct {
 		int level; /* syslog level */
 	} log;

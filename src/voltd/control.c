@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * voltd/control.c: what the daemon does for the control socket (src/ctl):
- * the `config`, `set`, `reload` and `drain` hooks, and the reload that
+ * the `config`, `set`, `reload` and `drain` hooks (drain and undrain are
+ * voltd/life.c's first step of the drain sequence), and the reload that
  * SIGHUP runs too, so both report the same thing.
  *
  * Threading: the hooks run on the control thread, SIGHUP's reload on the
@@ -14,6 +15,7 @@
 #include "base/log.h"
 #include "rt/rt.h"
 #include "server/server.h"
+#include "voltd/life.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -39,6 +41,29 @@ void vd_ctl_attach(struct vd_ctl *d, struct vrt *rt, struct vsrv *srv)
 	d->rt = rt;
 	d->srv = srv;
 	pthread_mutex_unlock(&d->mu);
+}
+
+void vd_ctl_attach_life(struct vd_ctl *d, struct vd_life *life)
+{
+	pthread_mutex_lock(&d->mu);
+	d->life = life;
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* `drain`: not ready (/readyz 503, agent "drain", Connection: close) while
+ * still serving; `undrain`: ready again, unless voltd is stopping (-EBUSY). */
+static int drain_hook(void *ctx, bool on)
+{
+	struct vd_ctl *d = ctx;
+	int rc = -ENOTCONN;
+
+	pthread_mutex_lock(&d->mu);
+	if (d->life)
+		rc = on ? vd_life_drain(d->life) : vd_life_undrain(d->life);
+	pthread_mutex_unlock(&d->mu);
+	if (rc == 0)
+		vb_notice("control: %s", on ? "drained: not ready, still serving" : "undrained: ready again");
+	return rc;
 }
 
 /* Push the live keys of d->cfg to their subsystems. d->mu held. */
@@ -223,4 +248,5 @@ void vd_ctl_hooks(struct vd_ctl *d, struct vctl_hooks *h)
 	h->config_get = config_get;
 	h->config_set = config_set;
 	h->reload = reload_hook;
+	h->drain = drain_hook;
 }

@@ -14,6 +14,7 @@
 
 struct vrt;
 struct vsrv;
+struct vd_life;
 
 /* Read the configuration again (defaults, file, -s): errors added. */
 typedef int vd_ctl_load_fn(void *ctx, struct vcfg *next, struct vcfg_errors *err);
@@ -23,6 +24,7 @@ struct vd_ctl {
 	struct vcfg *cfg;     /* the running configuration (main's) */
 	struct vrt *rt;
 	struct vsrv *srv;
+	struct vd_life *life;  /* drain / undrain (NULL: not running) */
 	vd_ctl_load_fn *load;
 	void *load_ctx;
 	/* config_get's strings (valid until the next hook call) */
@@ -33,6 +35,8 @@ void vd_ctl_init(struct vd_ctl *d, struct vcfg *cfg, vd_ctl_load_fn *load, void 
 void vd_ctl_fini(struct vd_ctl *d);
 /* The runtime and server to tune and drain (NULL: not running). */
 void vd_ctl_attach(struct vd_ctl *d, struct vrt *rt, struct vsrv *srv);
+/* The drain sequence that `drain` and `undrain` drive (NULL: none). */
+void vd_ctl_attach_life(struct vd_ctl *d, struct vd_life *life);
 /* The control plane's settings from the configuration (fd = -1). */
 int vd_ctl_config(const struct vcfg *cfg, struct vctl_config *out);
 /* Fill the hooks (ctx = d); version facts are the caller's to add. */

@@ -3,7 +3,8 @@
 libvolt_a_SOURCES += \
 	src/voltd/cfg.c src/voltd/cfg.h \
 	src/voltd/control.c src/voltd/control.h \
-	src/voltd/notify.c src/voltd/notify.h
+	src/voltd/notify.c src/voltd/notify.h \
+	src/voltd/life.c src/voltd/life.h
 
 sbin_PROGRAMS += voltd
 voltd_SOURCES = src/voltd/main.c
@@ -35,6 +36,11 @@ tests_unit_test_cfg_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
 # Integration tests (pytest): scripts/test runs them; `make check` too.
 TESTS += tests/integration/test_cli.py tests/integration/test_daemon_io.py tests/integration/test_stall.py
 EXTRA_DIST += tests/integration/test_cli.py tests/integration/test_daemon_io.py tests/integration/test_stall.py tests/integration/conftest.py tests/integration/pytest-driver
+# The daemon's life (notify, activation, drain, restarts); NOTIFY_TESTS also
+# run in the --without-systemd build (scripts/test, build-nosd).
+NOTIFY_TESTS = tests/integration/test_notify.py
+TESTS += $(NOTIFY_TESTS) tests/integration/test_drain.py
+EXTRA_DIST += $(NOTIFY_TESTS) tests/integration/test_drain.py tests/integration/notifyutil.py
 
 dist_man_MANS += man/voltd.8 man/voltd.conf.5
 sysconf_voltddir = $(sysconfdir)/voltd

@@ -14,6 +14,7 @@
 #include "server/server.h"
 #include "voltd/cfg.h"
 #include "voltd/control.h"
+#include "voltd/life.h"
 #include "voltd/notify.h"
 
 #include <errno.h>
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -213,42 +215,104 @@ static int reload_load(void *ctx, struct vcfg *next, struct vcfg_errors *err)
 	return load_config(ctx, next, err, &used_file);
 }
 
-/* SIGHUP: read the file again; a bad new configuration keeps the old one.
- * Only live-tunable keys take effect; the control socket's `reload` runs
- * the same (vd_ctl_reload). */
-static void reload(struct vd_ctl *dctl)
+/* SIGHUP (vd_life's reload_fn, between RELOADING=1 and READY=1): read the
+ * file again; a bad new configuration keeps the old one. Only live-tunable
+ * keys take effect; the control socket's `reload` runs the same
+ * (vd_ctl_reload). */
+static void reload(void *ctx)
 {
+	struct vd_ctl *dctl = ctx;
 	struct vctl_list changed = { 0 }, restart = { 0 }, errors = { 0 };
 
-	vd_notify("RELOADING=1");
 	int rc = vd_ctl_reload(dctl, &changed, &restart, &errors);
 	vd_ctl_log_reload("reload", rc, &changed, &restart, &errors);
 	vctl_list_fini(&changed);
 	vctl_list_fini(&restart);
 	vctl_list_fini(&errors);
-	vd_notify("READY=1");
 }
 
-/* Wait for SIGINT/SIGTERM; SIGHUP reloads. Returns the stopping signal. */
-static int wait_signals(int sfd, struct vd_ctl *dctl)
+/* Socket activation (LISTEN_FDS): the HTTP listeners ("http", or unnamed)
+ * and the control socket ("control"). Any other name is an error: a unit
+ * passing sockets voltd would not serve is a mistake to report. */
+struct vd_inherited {
+	int http[VSRV_MAX_LISTEN];
+	unsigned n_http;
+	int control; /* -1: none */
+};
+
+static int take_listen_fds(struct vd_inherited *inh)
 {
-	struct signalfd_siginfo si;
+	struct vd_listen_fd fds[VSRV_MAX_LISTEN + 1];
+	int n = vd_listen_fds(fds, VSRV_MAX_LISTEN + 1);
 
-	for (;;) {
-		ssize_t n = read(sfd, &si, sizeof(si));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n != (ssize_t)sizeof(si)) {
-			vb_err("signalfd read failed: %s", n < 0 ? strerror(errno) : "short read");
-			return SIGTERM;
-		}
-		if (si.ssi_signo == SIGHUP) {
-			reload(dctl);
-			continue;
-		}
-		return (int)si.ssi_signo;
+	inh->n_http = 0;
+	inh->control = -1;
+	if (n < 0) {
+		vb_err("socket activation: %s", n == -E2BIG ? "more sockets passed than voltd serves" :
+			strerror(-n));
+		return n;
 	}
+	for (int i = 0; i < n; i++) {
+		if (strcmp(fds[i].name, "http") == 0 || strcmp(fds[i].name, "unknown") == 0) {
+			if (inh->n_http == VSRV_MAX_LISTEN)
+				goto bad;
+			inh->http[inh->n_http++] = fds[i].fd;
+		} else if (strcmp(fds[i].name, "control") == 0 && inh->control < 0) {
+			inh->control = fds[i].fd;
+		} else {
+			vb_err("socket activation: fd %d is named '%s'; voltd serves 'http' and 'control'",
+			       fds[i].fd, fds[i].name);
+			goto bad;
+		}
+	}
+	if (n > 0)
+		vb_notice("socket activation: %u HTTP listener(s)%s inherited", inh->n_http,
+			  inh->control >= 0 ? " and the control socket" : "");
+	if (n > 0 && inh->n_http == 0) {
+		vb_err("socket activation: no socket named 'http' was passed");
+		goto bad;
+	}
+	return 0;
+bad:
+	for (int i = 0; i < n; i++)
+		close(fds[i].fd);
+	inh->n_http = 0;
+	inh->control = -1;
+	return -EINVAL;
 }
+
+static void close_inherited(struct vd_inherited *inh)
+{
+	for (unsigned i = 0; i < inh->n_http; i++)
+		close(inh->http[i]);
+	if (inh->control >= 0)
+		close(inh->control);
+	inh->n_http = 0;
+	inh->control = -1;
+}
+
+/* server.agent_listen: a plain listening TCP socket the main thread polls.
+ * -1 when off, -errno on failure. */
+static int agent_listen(const struct vcfg *cfg)
+{
+	const struct vcfg_addr *a = &cfg->life.agent_listen;
+	int one = 1, fd;
+
+	if (!a->len)
+		return -1;
+	fd = socket(a->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)&a->addr, a->len) < 0 || listen(fd, 64) < 0) {
+		int rc = -errno;
+		close(fd);
+		return rc == -1 ? -EIO : rc;
+	}
+	vb_notice("agent-check: listening on %s", a->text);
+	return fd;
+}
+
 
 /* Rung 4: the I/O driver, one ring (or libev loop) per worker. */
 static int io_start(const struct vcfg *cfg, struct vio **io)
@@ -281,11 +345,19 @@ static int rt_start(struct vcfg *cfg, struct vio *io, struct vrt **rt)
 }
 
 /* Rung 6: the server (listeners, stages), on the runtime and the I/O driver. */
-static int srv_start(const struct vcfg *cfg, struct vrt *rt, struct vio *io, struct vsrv **srv)
+static int srv_start(const struct vcfg *cfg, const struct vd_inherited *inh, struct vd_life *life,
+		     struct vrt *rt, struct vio *io, struct vsrv **srv)
 {
+	struct vsrv_config sc = cfg->server;
 	int rc;
 
-	rc = vsrv_new(&cfg->server, rt, io, srv);
+	if (inh->n_http) {
+		sc.fds = inh->http;
+		sc.n_fds = inh->n_http;
+	}
+	sc.drain_tick_fn = vd_life_drain_tick;
+	sc.drain_tick_ctx = life;
+	rc = vsrv_new(&sc, rt, io, srv);
 	if (rc < 0) {
 		vb_err("server: cannot listen: %s", strerror(-rc));
 		return rc;
@@ -296,18 +368,20 @@ static int srv_start(const struct vcfg *cfg, struct vrt *rt, struct vio *io, str
 		return rc;
 	}
 	for (unsigned i = 0; i < vsrv_listener_count(*srv); i++)
-		vb_notice("server: listening on %s (port %d)", cfg->listen_text[i],
+		vb_notice("server: listening on %s (port %d)",
+			  inh->n_http ? "an inherited socket" : cfg->listen_text[i],
 			  vsrv_port(*srv, i));
 	return 0;
 }
 
 /* Rung 3b: bind the control socket (served from rung 7). */
-static int ctl_open(const struct vcfg *cfg, struct vctl **ctl)
+static int ctl_open(const struct vcfg *cfg, int inherited_fd, struct vctl **ctl)
 {
 	struct vctl_config cc;
 	const char *why = "";
 
 	vd_ctl_config(cfg, &cc);
+	cc.fd = inherited_fd; /* socket activation: "control" */
 	int rc = vctl_new(&cc, ctl, &why);
 	if (rc < 0) {
 		vb_err("control socket %s: %s (%s)", cfg->control.socket, why, strerror(-rc));
@@ -345,6 +419,8 @@ int main(int argc, char **argv)
 	struct vsrv *srv = NULL;
 	struct vctl *ctl = NULL;
 	struct vd_ctl dctl;
+	struct vd_inherited inh = { .control = -1 };
+	struct vd_life life = { .sfd = -1, .agent_fd = -1, .tfd = -1 };
 	sigset_t sigs;
 	bool used_file;
 	int rc, sfd;
@@ -392,45 +468,83 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
-	/* Rung 3b: the control socket, before anything listens: a second
+	/* Rung 3b: sockets passed by systemd (socket activation). */
+	if (take_listen_fds(&inh) < 0) {
+		rc = EX_CONFIG;
+		goto close_signals;
+	}
+
+	/* Rung 3c: the control socket, before anything listens: a second
 	 * voltd on the same socket stops here. */
 	vd_ctl_init(&dctl, &cfg, reload_load, &opts);
-	if (ctl_open(&cfg, &ctl) < 0) {
+	rc = ctl_open(&cfg, inh.control, &ctl);
+	inh.control = -1; /* the control plane took it over */
+	if (rc < 0) {
 		rc = EX_UNAVAILABLE;
 		goto fini_dctl;
 	}
 
-	if (io_start(&cfg, &io) < 0) {
+	/* Rung 3d: the agent-check port. */
+	life.agent_fd = agent_listen(&cfg);
+	if (life.agent_fd < -1) {
+		vb_err("agent-check: cannot listen on %s: %s", cfg.life.agent_listen.text,
+		       strerror(-life.agent_fd));
+		life.agent_fd = -1;
 		rc = EX_UNAVAILABLE;
 		goto free_ctl;
+	}
+
+	if (io_start(&cfg, &io) < 0) {
+		rc = EX_UNAVAILABLE;
+		goto close_agent;
 	}
 	if (rt_start(&cfg, io, &rt) < 0) {
 		rc = EX_OSERR;
 		goto free_io;
 	}
-	if (srv_start(&cfg, rt, io, &srv) < 0) {
+	rc = srv_start(&cfg, &inh, &life, rt, io, &srv);
+	inh.n_http = 0; /* the server took them over, even on failure */
+	if (rc < 0) {
 		rc = EX_UNAVAILABLE;
 		goto stop_rt;
 	}
 
+	/* Rung 7: the main thread's loop (signals, notifications, the drain),
+	 * set up before the control socket can ask for a drain. */
+	life.srv = srv;
+	life.rt = rt;
+	life.backend = vio_backend_name(io);
+	life.workers = cfg.scheduler.workers;
+	life.shutdown_delay_ms = cfg.life.shutdown_delay_ms;
+	life.stall_fail_ms = cfg.life.stall_fail_ms;
+	life.sfd = sfd;
+	life.reload_fn = reload;
+	life.reload_ctx = &dctl;
+	rc = vd_life_init(&life);
+	if (rc < 0) {
+		vb_err("cannot create the main thread's timer: %s", strerror(-rc));
+		rc = EX_OSERR;
+		goto stop_rt;
+	}
+
 	vd_ctl_attach(&dctl, rt, srv);
+	vd_ctl_attach_life(&dctl, &life);
 	if (ctl_start(ctl, &dctl, io, rt, srv) < 0) {
 		rc = EX_OSERR;
 		goto stop_rt;
 	}
 
-	vd_notify("READY=1\nSTATUS=running");
 	vb_notice("ready");
-	int sig = wait_signals(sfd, &dctl);
-	vd_notify("STOPPING=1\nSTATUS=stopping");
+	int sig = vd_life_run(&life);
 	vb_notice("%s received, stopping", strsignal(sig));
 	rc = 0;
 
-	vsrv_stop(srv); /* drain: finish what was received, within a bound */
+	vd_life_stop(&life); /* not ready for a while, then drain within a bound */
 	vsrv_stats_log(srv);
 stop_rt:
 	vctl_stop(ctl); /* it reads the server's and runtime's stats */
 	vd_ctl_attach(&dctl, NULL, NULL);
+	vd_ctl_attach_life(&dctl, NULL);
 	if (srv)
 		vsrv_stop(srv);
 	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
@@ -438,10 +552,14 @@ stop_rt:
 	vrt_free(rt);
 free_io:
 	vio_free(io);
+close_agent:
+	vd_life_fini(&life);
 free_ctl:
 	vctl_free(ctl);
 fini_dctl:
 	vd_ctl_fini(&dctl);
+	close_inherited(&inh);
+close_signals:
 	close(sfd);
 out:
 	vb_notice("voltd stopped");

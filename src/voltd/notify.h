@@ -8,10 +8,29 @@
 #ifndef VOLTD_VOLTD_NOTIFY_H
 #define VOLTD_VOLTD_NOTIFY_H
 
+#include <stdint.h>
+
 /* Send "KEY=VALUE\n..." state; returns > 0 sent, 0 not under systemd, -errno. */
 int vd_notify(const char *state);
 int vd_notifyf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "systemd (libsystemd)" or "systemd (built-in notify)" for -V. */
 const char *vd_notify_impl(void);
+
+/* The watchdog interval systemd asks for (WATCHDOG_USEC, when WATCHDOG_PID
+ * is absent or ours), 0 when none. Ping at half of it. Main thread. */
+uint64_t vd_watchdog_usec(void);
+
+/* Socket activation (sd_listen_fds(3)): inherited descriptors start at 3. */
+#define VD_LISTEN_FDS_START 3
+struct vd_listen_fd {
+	int fd;
+	char name[64]; /* from LISTEN_FDNAMES; "unknown" when unnamed */
+};
+/* The descriptors passed with LISTEN_FDS / LISTEN_PID / LISTEN_FDNAMES,
+ * marked close-on-exec; the variables are removed from the environment.
+ * Returns how many (0: not socket-activated), -E2BIG when more than max
+ * were passed (the extra ones are closed), -EINVAL on a bad LISTEN_FDS.
+ * Main thread, before any other thread starts. */
+int vd_listen_fds(struct vd_listen_fd *out, unsigned max);
 
 #endif
