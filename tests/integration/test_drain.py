@@ -87,3 +87,26 @@ def test_livez_and_readyz_when_healthy(voltd):
     assert request(d.port, "HEAD", "/livez").status == 200
     assert request(d.port, "GET", "/readyz").status == 200
     stop(d)
+
+
+def test_control_drain_and_undrain(voltd):
+    from ctlutil import ctl
+    ap = free_port()
+    d = voltd("-s", "server.agent_listen=127.0.0.1:%d" % ap)
+    r = ctl(d, "drain")
+    assert r["ok"] is True and r["draining"] is True, r
+    assert request(d.port, "GET", "/readyz").status == 503
+    assert agent(ap) == "drain\n"
+    s = connect(d.port)
+    s.sendall(req_bytes("GET", "/healthz"))          # still served, then closed
+    r = Reader(s).response()
+    assert r.status == 200 and r.header("connection") == "close", r
+    assert Reader(s).at_eof()
+    assert ctl(d, "undrain")["ok"] is True
+    assert request(d.port, "GET", "/readyz").status == 200
+    assert agent(ap) == "up ready\n"
+    s = connect(d.port)
+    s.sendall(req_bytes("GET", "/healthz"))
+    assert Reader(s).response().header("connection") is None   # keep-alive again
+    s.close()
+    stop(d)

@@ -11,7 +11,7 @@ import subprocess
 import time
 
 from conftest import VOLTD
-from httputil import parse_stats, check_accounting, request
+from httputil import parse_stats, check_accounting, request, voltd, backend  # noqa: F401
 from notifyutil import NotifyListener
 
 
@@ -74,3 +74,41 @@ def test_watchdog_for_another_pid_is_ignored(daemon, tmp_path):
 def test_version_names_the_notify_implementation():
     out = subprocess.run([VOLTD, "-V"], capture_output=True, text=True, timeout=10).stdout
     assert "systemd (" in out, out
+
+
+def test_stalled_worker_stops_the_watchdog_and_fails_livez(voltd, tmp_path):  # noqa: F811
+    """A worker busy-looping past control.stall_fail_ms (voltd-test's
+    /v1/stall): WATCHDOG=trigger, no more pings, /livez 503 from the other
+    worker; pings and /livez come back when the stall ends."""
+    import threading
+    from conftest import VOLTD_TEST
+    if not os.path.exists(VOLTD_TEST):
+        import pytest
+        pytest.skip("voltd-test not built here")
+    n = NotifyListener(tmp_path / "notify.sock")
+    try:
+        d = voltd("-s", "control.stall_warn_ms=100", "-s", "control.stall_fail_ms=400",
+                  env={"NOTIFY_SOCKET": n.path, "WATCHDOG_USEC": "600000"}, binary=VOLTD_TEST)
+        n.wait("WATCHDOG", "1", n=2)
+        th = threading.Thread(target=lambda: request(d.port, "GET", "/v1/stall?ms=2500"))
+        th.start()
+        n.wait("WATCHDOG", "trigger", timeout=5)
+        t_trig = n.times("WATCHDOG", "trigger")[0]
+        livez = None
+        for _ in range(20):        # a connection the other worker serves
+            r = request(d.port, "GET", "/livez")
+            if r.status == 503:
+                livez = r
+                break
+            time.sleep(0.05)
+        assert livez is not None and livez.body == b"stalled\n", livez
+        th.join(10)
+        # no ping between the trigger and the end of the stall
+        time.sleep(0.2)
+        pings_during = [t for t in n.times("WATCHDOG", "1") if t_trig < t < t_trig + 1.5]
+        assert pings_during == [], pings_during
+        n.wait("WATCHDOG", "1", n=len(n.times("WATCHDOG", "1")) + 1, timeout=5)
+        assert request(d.port, "GET", "/livez").status == 200
+        assert "stalled for" in d.log()
+    finally:
+        n.close()
