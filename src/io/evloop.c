@@ -227,6 +227,7 @@ static void ev_lsock_stop(struct vio_worker *w, struct vio_lsock *ls)
 		if (ls->own_fd)
 			close(ls->fd);
 		ls->fd_closed = true;
+		vio__lsock_done(ls);
 	}
 }
 

@@ -118,7 +118,8 @@ struct vio_lsock {
 	int *q;                    /* ring of accepted fds */
 	unsigned qcap, qhead, qlen;
 	bool throttled;            /* stopped because q is full; the consumer kicks home */
-	bool closed;
+	bool closed;               /* vio_listener_close: accept no more */
+	bool done;                 /* closed, and the home worker's accept ended */
 	struct vrt_task *waiter;   /* ref held */
 	/* Owner-private (home worker thread); kept apart from the fields
 	 * above so that no widened load or store spans both groups. */
@@ -129,6 +130,10 @@ struct vio_lsock {
 	struct vio_req arm_req, stop_req;
 	void *evw[8];              /* libev watcher storage */
 };
+
+/* The home worker's accept on ls has ended after vio_listener_close (its
+ * socket is closed): vio_accept may now say -ESHUTDOWN. Home worker. */
+void vio__lsock_done(struct vio_lsock *ls);
 
 struct vio_listener {
 	struct vio *io;

@@ -103,8 +103,11 @@ int vio_listener_adopt(struct vio *io, const int *fds, unsigned nfds,
 /* Number of accept queues (= workers) and the bound port (host order). */
 unsigned vio_listener_count(const struct vio_listener *l);
 int vio_listener_port(const struct vio_listener *l);
-/* Stop accepting: queued connections are closed and vio_accept returns
- * -ESHUTDOWN. Any thread. The memory is released by vio_free. */
+/* Stop accepting. Connections the kernel has already handed over (queued,
+ * or from an accept completing meanwhile) are still returned by vio_accept,
+ * which says -ESHUTDOWN once the queue is empty and the home worker's accept
+ * has ended, so that a drain refuses nobody who connected. Any thread. The
+ * memory (and any fd never taken) is released by vio_free. */
 void vio_listener_close(struct vio_listener *l);
 
 /* Take one accepted connection from queue `idx` (< vio_listener_count).

@@ -7,7 +7,10 @@
  * Threading: a vio_lsock's queue, waiter and flags are guarded by its mutex
  * (home worker pushes, the acceptor task pops, vio_listener_close from any
  * thread); `armed`, `stopping`, `resume_at` belong to the home worker.
- * Wakes and unrefs happen after the mutex is released. Back pressure: above
+ * Wakes and unrefs happen after the mutex is released. Closing stops the
+ * accepting but keeps what was accepted: vio_accept hands it out and says
+ * -ESHUTDOWN only when the queue is empty and `done` (the home worker's
+ * accept has ended, vio__lsock_done). Back pressure: above
  * LSOCK_HIGH queued connections the home worker stops accepting (the kernel
  * backlog then holds clients) until the acceptor drains to LSOCK_LOW and
  * kicks it.
@@ -227,11 +230,6 @@ void vio_listener_close(struct vio_listener *l)
 		ls->closed = true;
 		waiter = ls->waiter;
 		ls->waiter = NULL;
-		while (ls->qlen) {
-			close(ls->q[ls->qhead]);
-			ls->qhead = (ls->qhead + 1) % ls->qcap;
-			ls->qlen--;
-		}
 		pthread_mutex_unlock(&ls->mu);
 		if (waiter) {
 			vrt_task_wake(waiter);
@@ -283,7 +281,7 @@ enum vrt_poll vio_accept(struct vio_listener *l, unsigned idx, int *fd)
 			vio__notify(ls->home); /* it re-arms in its service pass */
 		return VRT_READY;
 	}
-	if (ls->closed) {
+	if (ls->done) {
 		pthread_mutex_unlock(&ls->mu);
 		*fd = -ESHUTDOWN;
 		return VRT_READY;
@@ -307,11 +305,13 @@ bool vio__lsock_push(struct vio_lsock *ls, int fd)
 	bool throttle;
 
 	pthread_mutex_lock(&ls->mu);
-	if (ls->closed) {
+	if (ls->done) {
 		pthread_mutex_unlock(&ls->mu);
 		close(fd);
 		return false;
 	}
+	/* Closed but not done: an accept that completed meanwhile; the
+	 * connection is ours, queue it for the acceptor. */
 	if (ls->qlen == ls->qcap) {
 		unsigned cap = ls->qcap * 2;
 		int *q = malloc(cap * sizeof(*q));
@@ -342,6 +342,21 @@ bool vio__lsock_push(struct vio_lsock *ls, int fd)
 		vrt_task_unref(waiter);
 	}
 	return !throttle;
+}
+
+void vio__lsock_done(struct vio_lsock *ls)
+{
+	struct vrt_task *waiter;
+
+	pthread_mutex_lock(&ls->mu);
+	ls->done = true;
+	waiter = ls->waiter;
+	ls->waiter = NULL;
+	pthread_mutex_unlock(&ls->mu);
+	if (waiter) {
+		vrt_task_wake(waiter);
+		vrt_task_unref(waiter);
+	}
 }
 
 void vio__lsock_error(struct vio_lsock *ls, int err)

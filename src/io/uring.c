@@ -380,6 +380,7 @@ static void lsock_close_fd(struct vio_lsock *ls)
 		if (ls->own_fd)
 			close(ls->fd);
 		ls->fd_closed = true;
+		vio__lsock_done(ls);
 	}
 }
 

@@ -474,6 +474,8 @@ void vsrv_set_alive(struct vsrv *srv, bool alive)
 	atomic_store_explicit(&srv->alive, alive, memory_order_relaxed);
 }
 
+#define ACC_DRAIN_MS 1000
+
 static void nap_ms(unsigned ms)
 {
 	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)ms * 1000000L };
@@ -520,9 +522,16 @@ int vsrv_stop(struct vsrv *srv)
 	atomic_store_explicit(&srv->draining, true, memory_order_relaxed);
 	for (unsigned i = 0; i < srv->n_listeners; i++)
 		vio_listener_close(srv->listeners[i]);
+	/* The acceptors serve the connections already accepted (queued in
+	 * the I/O layer: with a shared or inherited socket the client may be
+	 * waiting on them) and end at -ESHUTDOWN; one that has not ended
+	 * within ACC_DRAIN_MS (paused at max_connections, say) is cancelled. */
+	int64_t acc_deadline = now + ACC_DRAIN_MS * VB_NS_PER_MS;
 	for (unsigned i = 0; i < srv->n_acc; i++) {
 		if (!srv->acc[i]->spawned)
 			continue;
+		while (!vrt_task_is_complete(&srv->acc[i]->task) && vb_now_ns() < acc_deadline)
+			nap_ms(1);
 		vrt_task_cancel(&srv->acc[i]->task); /* paused ones too */
 		vrt_task_join_wait(&srv->acc[i]->task);
 	}
