@@ -139,7 +139,12 @@ static void build_workers(struct frame *f, json_t *cur, json_t *prev, double dt)
 		} else {
 			snprintf(c[2], 64, "-");
 		}
-		rate(w, p, "busy_ns", dt, 100 / 1e9, c[3], 64);
+		/* busy_ns grows at a worker's maintenance ticks and parks: one
+		 * stuck in a poll for the whole interval is 100 % busy. */
+		if (num(w, "poll_age_ns") >= dt * 1e9)
+			snprintf(c[3], 64, "100.0");
+		else
+			rate(w, p, "busy_ns", dt, 100 / 1e9, c[3], 64);
 		rate(w, p, "cpu_ns", dt, 100 / 1e9, c[4], 64);
 		rate(w, p, "polls", dt, 1, c[5], 64);
 		rate(w, p, "steal_ops", dt, 1, c[6], 64);
