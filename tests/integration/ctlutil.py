@@ -59,6 +59,14 @@ def shared_dir():
     return d
 
 
+@pytest.fixture
+def shared():
+    """A shared_dir() for the test, removed afterwards."""
+    d = shared_dir()
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
 # Runs as another user: reads commands from argv, prints one JSON reply per line.
 CLIENT = r'''
 import json, socket, sys

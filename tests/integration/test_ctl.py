@@ -6,24 +6,16 @@ config provenance, set (all or none), reload, drain, the socket's life
 import grp
 import json
 import os
-import shutil
 import socket
 import subprocess
 
 import pytest
 
 from conftest import VOLTD, free_port
-from ctlutil import Ctl, ctl, ctl_as, shared_dir, validator
+from ctlutil import Ctl, ctl, ctl_as, shared, validator  # noqa: F401 (fixture)
 from httputil import request
 
 NOBODY = 65534
-
-
-@pytest.fixture
-def shared():
-    d = shared_dir()
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_every_command_as_admin_matches_its_schema(daemon):

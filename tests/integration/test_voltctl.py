@@ -18,7 +18,7 @@ import time
 import pytest
 
 from conftest import BUILDDIR, VOLTD_TEST
-from ctlutil import shared_dir
+from ctlutil import shared  # noqa: F401 (fixture)
 from httputil import request
 
 VOLTCTL = os.path.join(BUILDDIR, "voltctl")
@@ -35,13 +35,6 @@ def voltctl(*args, sock=None, env=None, as_nobody=False, timeout=30):
     e.pop("VOLTD_CONTROL", None)
     e.update(env or {})
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e)
-
-
-@pytest.fixture
-def shared():
-    d = shared_dir()
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def test_output_modes(daemon):
@@ -105,7 +98,7 @@ def test_exit_codes(daemon, tmp_path):
 
 def test_permission_levels(daemon, shared):
     sock = os.path.join(shared, "control.sock")
-    d = daemon("-s", "control.socket=" + sock, "-s", "control.mode=0666")
+    daemon("-s", "control.socket=" + sock, "-s", "control.mode=0666")
     # uid 65534 reads...
     for args in [("ping",), ("stats",), ("--prom",), ("top", "-b", "-n", "1", "-d", "0.2")]:
         r = voltctl(*args, sock=sock, as_nobody=True)
