@@ -302,7 +302,7 @@ out:
  */
 static bool drain_keeps_reading(const struct vsrv_conn *c)
 {
-	enum vhttp_phase ph = vhttp_parser_phase(c->parser);
+	enum vhttp_phase ph = conn_parser_phase(c);
 
 	if (ph == VHTTP_PHASE_HEAD || ph == VHTTP_PHASE_BODY)
 		return true;
@@ -737,7 +737,7 @@ static enum vrt_poll conn_poll(struct vrt_task *t)
 	if (vrt_task_is_cancelled(t)) {
 		/* Cut at shutdown: stop without waiting for the kernel; the
 		 * batch stays until drop(), when no operation can touch it. */
-		if (drain_keeps_reading(c) && vhttp_parser_phase(c->parser) != VHTTP_PHASE_IDLE) {
+		if (drain_keeps_reading(c) && conn_parser_phase(c) != VHTTP_PHASE_IDLE) {
 			/* A request still arriving when the drain bound
 			 * came: received in part, never answered: counted. */
 			VSRV_INC(c->srv, requests);

@@ -90,7 +90,13 @@ def test_stalled_worker_stops_the_watchdog_and_fails_livez(voltd, tmp_path):  # 
         d = voltd("-s", "control.stall_warn_ms=100", "-s", "control.stall_fail_ms=400",
                   env={"NOTIFY_SOCKET": n.path, "WATCHDOG_USEC": "600000"}, binary=VOLTD_TEST)
         n.wait("WATCHDOG", "1", n=2)
-        th = threading.Thread(target=lambda: request(d.port, "GET", "/v1/stall?ms=2500"))
+        ended = {}
+
+        def stall():
+            request(d.port, "GET", "/v1/stall?ms=2500")
+            ended["t"] = time.monotonic()
+
+        th = threading.Thread(target=stall)
         th.start()
         n.wait("WATCHDOG", "trigger", timeout=5)
         t_trig = n.times("WATCHDOG", "trigger")[0]
@@ -103,10 +109,14 @@ def test_stalled_worker_stops_the_watchdog_and_fails_livez(voltd, tmp_path):  # 
             time.sleep(0.05)
         assert livez is not None and livez.body == b"stalled\n", livez
         th.join(10)
-        # no ping between the trigger and the end of the stall
-        time.sleep(0.2)
-        pings_during = [t for t in n.times("WATCHDOG", "1") if t_trig < t < t_trig + 1.5]
-        assert pings_during == [], pings_during
+        # The pings stop between the trigger and the end of the stall (at
+        # 300 ms they would be 5 or more). One is tolerated: on a loaded
+        # machine the monitor may lose sight of a spinning thread that gets
+        # no CPU for a moment (not a stall by its rules; see
+        # control.stall_warn_ms), and the fail threshold then counts again.
+        pings_during = [t for t in n.times("WATCHDOG", "1") if t_trig < t < ended["t"] - 0.1]
+        assert ended["t"] - t_trig > 1.0, "the stall ended too soon after the trigger to tell"
+        assert len(pings_during) <= 1, (pings_during, t_trig, ended["t"])
         n.wait("WATCHDOG", "1", n=len(n.times("WATCHDOG", "1")) + 1, timeout=5)
         assert request(d.port, "GET", "/livez").status == 200
         assert "stalled for" in d.log()
