@@ -30,7 +30,7 @@ LLHTTP_INC=${LLHTTP_INC:-$(mkvar LLHTTP_INC)}
 LLHTTP_INC=${LLHTTP_INC:-/usr/share/include/llhttp}
 
 if ! command -v "$CLANG" >/dev/null 2>&1; then
-	echo "SKIP: $CLANG not found"
+	echo "SKIP: $CLANG not found (install the Debian packages clang and libclang-rt-14-dev)"
 	exit 77
 fi
 
