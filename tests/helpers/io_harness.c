@@ -70,9 +70,6 @@ const char *ioh_backend_label(enum vio_backend b)
 
 enum vio_backend ioh_backend(void)
 {
-#ifdef IOH_BACKEND
-	return IOH_BACKEND;
-#else
 	const char *s = getenv("VOLTD_IO_BACKEND");
 
 	if (s && strcmp(s, "uring") == 0)
@@ -80,7 +77,6 @@ enum vio_backend ioh_backend(void)
 	if (s && strcmp(s, "libev") == 0)
 		return VIO_BACKEND_LIBEV;
 	return VIO_BACKEND_AUTO;
-#endif
 }
 
 /* ------------------------------------------------------------ watchdog */

@@ -26,8 +26,8 @@ struct ioh {
 	unsigned workers;
 };
 
-/* The backend this program tests: -DIOH_BACKEND at build time, else
- * $VOLTD_IO_BACKEND (auto|uring|libev), else auto. */
+/* The backend this run tests: $VOLTD_IO_BACKEND (auto|uring|libev, set by
+ * tests/helpers/io-backend), else auto. */
 enum vio_backend ioh_backend(void);
 const char *ioh_backend_label(enum vio_backend b);
 

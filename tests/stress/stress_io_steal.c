@@ -8,7 +8,8 @@
  * and connection operations moved between workers (driver stats).
  * Sizes scale with VOLTD_STRESS_SCALE; the seed is printed
  * (VOLTD_TEST_SEED reproduces a run's payloads). Backend: uring, libev or
- * auto from the build (IOH_BACKEND) or VOLTD_IO_BACKEND. Exit 0 / 1 / 77.
+ * auto from VOLTD_IO_BACKEND (src/io/local.mk runs it once per backend).
+ * Exit 0 / 1 / 77.
  */
 #include "config.h"
 

@@ -7,7 +7,7 @@
  * freed only after its last completion, vectored send of header + body,
  * a quiet send (its completion does not wake the task; without quiet it
  * does), half-close, reset, close with a receive pending, a reader that
- * stalls while the peer floods it (multishot throttle). Built once per
+ * stalls while the peer floods it (multishot throttle). Run once per
  * backend.
  */
 #include "config.h"

@@ -5,8 +5,8 @@
  * close) against several verifying client threads: more than 1,000
  * connections open at once, payloads from 1 byte to 4 MiB (partial
  * sends), connections reset mid-transfer, every connection half-closed by
- * its client. Built once per backend (IOH_BACKEND); the auto build runs
- * under tests/helpers/no_uring in test_io_fallback.
+ * its client. Run once per backend (VOLTD_IO_BACKEND, src/io/local.mk);
+ * test_io_fallback also runs it with backend=auto under tests/helpers/no_uring.
  */
 #include "config.h"
 

@@ -4,7 +4,7 @@
  * tests/helpers/no_uring (a seccomp filter making io_uring_setup fail with
  * EPERM, as container runtimes do) the driver with backend=auto must pick
  * libev and say why, backend=uring must fail cleanly, and the echo and
- * timer tests (their backend=auto builds) must pass through it.
+ * timer tests (run with backend=auto) must pass through it.
  *
  * Modes: no argument: the test; "--check-blocked" / "--check-driver": run
  * under no_uring by the test itself.
@@ -155,13 +155,13 @@ static void run_auto_test(const char *name)
 static void test_echo_through_fallback(void **state)
 {
 	(void)state;
-	run_auto_test("test_io_echo_auto");
+	run_auto_test("test_io_echo");
 }
 
 static void test_timers_through_fallback(void **state)
 {
 	(void)state;
-	run_auto_test("test_io_timer_auto");
+	run_auto_test("test_io_timer");
 }
 
 int main(int argc, char **argv)

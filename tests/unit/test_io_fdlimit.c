@@ -5,7 +5,7 @@
  * connections; the parent keeps some connections open, floods the
  * listener, checks that the kept connections are still served while the
  * listener is paused (EMFILE, logged rate-limited), then lets the flood go
- * and checks that a new connection is served again. Built once per backend.
+ * and checks that a new connection is served again. Run once per backend.
  */
 #include "config.h"
 

@@ -5,7 +5,7 @@
  * about a second), thousands of idle -> busy cycles (a new connection and
  * one echoed byte after a pause long enough for every worker to park) each
  * finish quickly, and a burst of connections after a long idle spell is
- * served at once. Built once per backend.
+ * served at once. Run once per backend.
  */
 #include "config.h"
 
