@@ -371,7 +371,9 @@ void vch_waiter_init(struct vch_waiter *w)
 /*
  * Waiting strategy of a blocked thread (a send that found the ring full, a
  * receive that found it empty). Figures: one PAUSE is ~24 ns on the project
- * CPU (AMD EPYC, 2 vCPUs; see chan.h).
+ * CPU (AMD EPYC, 2 vCPUs) when it is quiet, up to ~50 ns under load (see
+ * chan.h); the budgets are PAUSE counts, like crossbeam-channel's Backoff
+ * (1..64 PAUSEs per step), so both scale alike with the machine's state.
  *
  * 1. Spin on the slot itself. The thread watches the ring position it would
  *    claim next (its own side's head or tail word and the slot's stamp; never

@@ -77,8 +77,9 @@ bool vch_is_closed(const struct vch *ch);
  * Blocking operations for plain threads (never from a task's poll: they
  * would block a worker). A blocked thread spins on the ring slot it waits
  * for, looking at it after 1, 2, then every 4 PAUSEs for at most 128
- * PAUSEs (one PAUSE is ~24 ns on the project's AMD EPYC VM, so ~3 us in
- * all), then retries after sched_yield 4 times, then sleeps on a futex until
+ * PAUSEs (one PAUSE is ~24 ns on the project's AMD EPYC VM when it is quiet,
+ * so ~3 us in all; 47-57 ns per PAUSE was measured while the other vCPU was
+ * busy), then retries after sched_yield 4 times, then sleeps on a futex until
  * the other side's next operation wakes it. One value (free slot) is enough
  * to end the wait: there is no batch threshold. Batching is adaptive: while
  * the other side keeps a backlog ahead of us, a side's first look comes up to
