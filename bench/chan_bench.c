@@ -22,6 +22,8 @@
  * --pin: worker thread k runs on CPU k mod ncpu (mpmc: producers first, then
  * consumers; pingpong: A 0, B 1; paced: producer 0, consumer 1), as the peer.
  * --stats (ours): the channel's counters after the last repetition.
+ * --spin-pauses N, --spin-yields N (ours, for exploring): the blocked-thread
+ * spin budget in PAUSEs and the yield count (defaults 128 and 4; chan.c).
  * Threading: the main thread times; workers are plain threads or tasks.
  */
 #include <inttypes.h>
@@ -35,6 +37,7 @@
 #include "base/compiler.h"
 #include "base/time.h"
 #include "chan/chan.h"
+#include "chan/internal.h"   /* vch__spin_budget / vch__spin_yields (--spin-*) */
 #include "rt/rt.h"
 #include "tests/helpers/test_config.h"
 #include "harness.h"
@@ -568,11 +571,14 @@ static void run_paced_rows(void)
 
 static bool chan_option(int argc, char **argv, int *i)
 {
-	(void)argc;
 	if (!strcmp(argv[*i], "--stats"))
 		opt_stats = true;
 	else if (!strcmp(argv[*i], "--pin"))
 		bh_opt.pin = true;
+	else if (!strcmp(argv[*i], "--spin-pauses") && *i + 1 < argc)
+		vch__spin_budget = (unsigned)strtoul(argv[++*i], NULL, 10);
+	else if (!strcmp(argv[*i], "--spin-yields") && *i + 1 < argc)
+		vch__spin_yields = (unsigned)strtoul(argv[++*i], NULL, 10);
 	else
 		return false;
 	return true;
@@ -580,12 +586,15 @@ static bool chan_option(int argc, char **argv, int *i)
 
 int main(int argc, char **argv)
 {
-	char config[160];
+	char config[256];
 
 	bh_parse(argc, argv, "chan_bench", "voltd-chan", 1, chan_option,
-		 "chan_bench [--reps N] [--warmup N] [--raw] [--csv] [--pin] [--stats] [FILTER...]");
-	snprintf(config, sizeof(config), "capacity=%d messages=%llu (u64) pin=%s", CAP, MESSAGES,
-		 bh_opt.pin ? "thread k -> cpu k mod ncpu (threads only; task workers unpinned)" : "no");
+		 "chan_bench [--reps N] [--warmup N] [--raw] [--csv] [--pin] [--stats] "
+		 "[--spin-pauses N] [--spin-yields N] [FILTER...]");
+	snprintf(config, sizeof(config), "capacity=%d messages=%llu (u64) pin=%s spin=%u pauses + %u yields",
+		 CAP, MESSAGES,
+		 bh_opt.pin ? "thread k -> cpu k mod ncpu (threads only; task workers unpinned)" : "no",
+		 vch__spin_budget, vch__spin_yields);
 	bh_header("chan_bench (voltd chan, bounded)", config);
 	/* The peer's order: its four threaded rows, then chan_paced; ours last. */
 	for (size_t k = 0; k < VB_ARRAY_SIZE(workloads); k++)

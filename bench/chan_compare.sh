@@ -18,7 +18,9 @@
 # Env: PEER_SRC (default: shared/peers/micro beside the checkout, i.e.
 #   <top>/../shared or, from a worktree in wt/, <top>/../../shared), PEER_DIR (a writable
 #   copy, default /tmp/micro-chan; built once with cargo --offline),
-#   VOLTD_BENCH (default <top>/build/bench/chan_bench, built with make).
+#   VOLTD_BENCH (default <top>/build/bench/chan_bench, built with make),
+#   VOLTD_ARGS (extra chan_bench options, e.g. "--spin-pauses 512"; they go
+#   into the raw file's header, so label the output with -o).
 # Needs: the crate sources of librust-crossbeam-channel-dev (and the peer's
 # other librust-* crates, scripts/packages-bench.txt) and cargo/rustc.
 # Takes about 90 s per round on the 2-CPU machine. Run it on a quiet machine.
@@ -128,18 +130,18 @@ fi
 
 {
 	echo "# chan_compare: $(date -u +%Y-%m-%dT%H:%M:%SZ); $(uname -srm); $(nproc) CPUs; rounds=$rounds reps=$reps"
-	echo "# voltd: $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?'); peer: $(rustc -V 2>/dev/null)"
+	echo "# voltd: $(git -C "$top" describe --always --dirty 2>/dev/null || echo '?') ${VOLTD_ARGS:-}; peer: $(rustc -V 2>/dev/null)"
 	for r in $(seq 1 "$rounds"); do
 		for place in unpinned pinned; do
 			pin=; [ "$place" = pinned ] && pin=--pin
 			echo "## round $r $place (load: $(cut -d' ' -f1-3 /proc/loadavg))"
 			"$peer_dir/target/release/calib" --reps 3 --csv | grep '^#csv' || true
 			if [ $((r % 2)) = 1 ]; then
-				"$voltd" --reps "$reps" --csv $pin
+				"$voltd" --reps "$reps" --csv $pin ${VOLTD_ARGS:-}
 				"$peer_dir/target/release/chan_bench" --reps "$reps" --csv $pin
 			else
 				"$peer_dir/target/release/chan_bench" --reps "$reps" --csv $pin
-				"$voltd" --reps "$reps" --csv $pin
+				"$voltd" --reps "$reps" --csv $pin ${VOLTD_ARGS:-}
 			fi
 		done
 	done

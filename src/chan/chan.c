@@ -418,6 +418,8 @@ void vch_waiter_init(struct vch_waiter *w)
 static_assert(VCH_SPIN_PROBE_MAX == 1u << 2, "looks after the second are VCH_SPIN_PROBE_MAX apart");
 
 bool vch__test_park_at_once;
+unsigned vch__spin_budget = VCH_SPIN_BUDGET;
+unsigned vch__spin_yields = VCH_BLOCK_YIELDS;
 
 static inline enum vch_status attempt(struct vch *ch, unsigned dir, uint64_t *v)
 {
@@ -464,7 +466,7 @@ static enum vch_status spin_wait(struct vch *ch, unsigned dir, uint64_t *v,
 	unsigned spent = 0, looks = 0;
 	enum vch_status r;
 
-	while (spent < VCH_SPIN_BUDGET) {
+	while (spent < vch__spin_budget) {
 		for (unsigned i = 0; i < pauses; i++)
 			vb_cpu_relax();
 		spent += pauses;
@@ -494,7 +496,7 @@ static enum vch_status spin_wait(struct vch *ch, unsigned dir, uint64_t *v,
 		pauses = looks < 2 ? 1u << looks : VCH_SPIN_PROBE_MAX;
 	}
 	set_hint(st, hint, 0);
-	for (unsigned i = 0; i < VCH_BLOCK_YIELDS; i++) {
+	for (unsigned i = 0; i < vch__spin_yields; i++) {
 		if (deadline_ns >= 0 && vb_now_ns() >= deadline_ns)
 			return VCH_TIMEDOUT;
 		sched_yield();

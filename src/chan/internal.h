@@ -146,6 +146,13 @@ static inline void vch__waitq_notify(struct vch_waitq *q)
  * blocking operation is in flight. */
 extern bool vch__test_park_at_once;
 
+/* Bench hook (chan_bench --spin-pauses / --spin-yields, for exploring the
+ * trade-off; not a voltd setting): the blocked-thread phase 1 budget in
+ * PAUSEs and the phase 2 yield count (chan.c: VCH_SPIN_BUDGET,
+ * VCH_BLOCK_YIELDS). Set only while no blocking operation is in flight. */
+extern unsigned vch__spin_budget;
+extern unsigned vch__spin_yields;
+
 /* Bounded exponential back-off (an in-flight claim, a waker finishing):
  * pause 2^step times up to 2^6, then yield. */
 void vch__backoff(unsigned *step);
