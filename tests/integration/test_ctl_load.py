@@ -59,7 +59,14 @@ def test_counters_move_by_the_requests_made(voltd):
     for _ in range(n):
         assert r.response().status == 200
     s.close()
+    # a response is counted when its send completes, which may be just
+    # after the client read it: wait (bounded) for the last one
+    want = before["server"]["responses"]["2xx"] + n
+    deadline = time.monotonic() + 10
     after = ctl(d, "stats")
+    while after["server"]["responses"]["2xx"] < want and time.monotonic() < deadline:
+        time.sleep(0.05)
+        after = ctl(d, "stats")
     sv0, sv1 = before["server"], after["server"]
     assert sv1["requests"] - sv0["requests"] == n
     assert sv1["responses"]["2xx"] - sv0["responses"]["2xx"] == n
@@ -110,7 +117,6 @@ def test_abuse_of_the_control_socket_leaves_http_serving(voltd):
     if soft < 1200:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
     p = wrk(d.port, "/healthz", seconds=3)
-    rss0 = rss_kib(d.proc.pid)
 
     # 1,000 connections: 16 are served, the others get "busy" and are closed
     conns, busy = [], 0
@@ -158,6 +164,8 @@ def test_abuse_of_the_control_socket_leaves_http_serving(voltd):
             c.line()
 
     # a client that never reads: voltd keeps one reply for it, not thousands
+    rss0 = rss_kib(d.proc.pid)
+    cmds0 = ctl(d, "stats control")["control"]["commands"]
     lazy = socket.socket(socket.AF_UNIX)
     lazy.connect(str(d.control))
     lazy.setblocking(False)
@@ -171,12 +179,18 @@ def test_abuse_of_the_control_socket_leaves_http_serving(voltd):
     time.sleep(0.3)
     rss1 = rss_kib(d.proc.pid)
     assert ctl(d, "ping")["ok"]  # others are still answered
+    # it sent thousands of lines; voltd answered only what its socket buffer took
+    answered = ctl(d, "stats control")["control"]["commands"] - cmds0 - 2
+    assert sent // 6 >= 2000 and answered < 500, (sent // 6, answered)
 
     out = p.communicate(timeout=60)[0]
     assert wrk_requests(out) > 0
     assert "Non-2xx" not in out and "Socket errors" not in out, out
     assert request(d.port, "GET", "/healthz").status == 200
-    assert rss1 - rss0 < 16 * 1024, (rss0, rss1)  # KiB: bounded, whatever the client sent
+    with open("/proc/%d/maps" % d.proc.pid) as f:
+        asan = "libasan" in f.read()  # ASan's quarantine keeps freed memory
+    if not asan:
+        assert rss1 - rss0 < 16 * 1024, (rss0, rss1)  # KiB: bounded, whatever the client sent
     # the idle timeout closes the client that never reads
     time.sleep(2.0)
     st = ctl(d, "stats control")["control"]
@@ -189,14 +203,19 @@ def test_promtool_accepts_the_metrics(voltd):
         pytest.skip("promtool not found: install the Debian package prometheus")
     d = voltd()
     request(d.port, "POST", "/v1/echo", body=b"x")
+    want = '\nvoltd_server_request_duration_seconds_count{kind="echo"} 1\n'
+    deadline = time.monotonic() + 10  # the latency is recorded just after the response is sent
     text = ctl(d, "metrics")["text"]
+    while want not in text and time.monotonic() < deadline:
+        time.sleep(0.05)
+        text = ctl(d, "metrics")["text"]
     r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stdout + r.stderr
     for family in ["voltd_build_info", "voltd_worker_polls_total", "voltd_server_requests_total",
                    "voltd_channel_capacity", "voltd_server_request_duration_seconds_bucket",
                    "voltd_runtime_schedule_latency_seconds_count", "voltd_control_commands_total"]:
         assert "\n" + family in text, family
-    assert '\nvoltd_server_request_duration_seconds_count{kind="echo"} 1\n' in text
+    assert want in text
 
 
 def test_prometheus_scrapes_metrics_listen(voltd, tmp_path):
