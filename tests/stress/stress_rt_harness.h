@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/stress/stress_rt_harness.h: shared by the stress_rt_* programs (a
- * header of static functions, one copy per program): the seed (VOLTD_SEED or
+ * header of static functions, one copy per program): the seed (VOLTD_TEST_SEED or
  * the clock, always printed), the size multiplier VOLTD_STRESS_SCALE, a
  * watchdog thread that fails the test (exit 1, after printing the runtime's
  * state) when the progress counter stops moving or the deadline passes, and
@@ -75,7 +75,7 @@ SH_FN void sh_fail(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "%s: FAIL (seed %" PRIu64 ", VOLTD_SEED=%" PRIu64 " to repeat): ", sh_name,
+	fprintf(stderr, "%s: FAIL (seed %" PRIu64 ", VOLTD_TEST_SEED=%" PRIu64 " to repeat): ", sh_name,
 		sh_seed, sh_seed);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -119,16 +119,16 @@ SH_FN void *sh_watchdog(void *arg)
 	}
 }
 
-/* Reads VOLTD_SEED / VOLTD_STRESS_SCALE, prints them, starts the watchdog. */
+/* Reads VOLTD_TEST_SEED / VOLTD_STRESS_SCALE, prints them, starts the watchdog. */
 SH_FN void sh_init(const char *name, double stall_s, double deadline_s)
 {
-	const char *s = getenv("VOLTD_SEED"), *sc = getenv("VOLTD_STRESS_SCALE");
+	const char *s = getenv("VOLTD_TEST_SEED"), *sc = getenv("VOLTD_STRESS_SCALE");
 
 	sh_name = name;
 	sh_seed = s ? strtoull(s, NULL, 0) : (uint64_t)vb_now_ns() ^ ((uint64_t)getpid() << 32);
 	if (sc && atoi(sc) > 0)
 		sh_scale = (unsigned)atoi(sc);
-	printf("# %s: seed %" PRIu64 " (VOLTD_SEED to repeat), VOLTD_STRESS_SCALE=%u%s\n", name,
+	printf("# %s: seed %" PRIu64 " (VOLTD_TEST_SEED to repeat), VOLTD_STRESS_SCALE=%u%s\n", name,
 	       sh_seed, sh_scale, SH_SANITIZED ? ", sanitizer build" : "");
 	fflush(stdout);
 	sh_stall_ns = (int64_t)(stall_s * 1e9);

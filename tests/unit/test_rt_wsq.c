@@ -385,7 +385,7 @@ static void test_batch_size(void **st)
 
 int main(void)
 {
-	const char *s = getenv("VOLTD_SEED");
+	const char *s = getenv("VOLTD_TEST_SEED");
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pack),
 		cmocka_unit_test(test_steal_count),
@@ -398,7 +398,7 @@ int main(void)
 	};
 
 	g_seed = s ? (unsigned)strtoul(s, NULL, 0) : (unsigned)time(NULL);
-	printf("# seed %u (VOLTD_SEED=%u to repeat)\n", g_seed, g_seed);
+	printf("# seed %u (VOLTD_TEST_SEED=%u to repeat)\n", g_seed, g_seed);
 	for (unsigned i = 0; i < NTASK; i++)
 		vrt_task_init(&tasks[i], NULL);
 	return cmocka_run_group_tests(tests, NULL, NULL);
