@@ -6,6 +6,9 @@
  * every receive); the parent drives it and samples the child's CPU time and
  * memory from /proc.
  *
+ * The server is the echo server of tests/helpers/io_harness.c, the clients
+ * its closed-loop client (ioh_pingpong_run), which also checks every echo.
+ *
  * 1. Echo: for each (connections x message size) cell, closed-loop clients
  *    (each connection sends a message, waits for the whole echo, repeats)
  *    for --seconds; io_uring and libev alternate within a cell for
@@ -21,9 +24,11 @@
 #include "config.h"
 
 #include "base/histogram.h"
+#include "base/metric.h"
 #include "base/time.h"
 #include "io/io.h"
 #include "rt/rt.h"
+#include "tests/helpers/io_harness.h"
 #include "tests/helpers/test_config.h"
 
 #include <dirent.h>
@@ -37,7 +42,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -70,156 +74,58 @@ static const char *bname(enum vio_backend b)
 	return b == VIO_BACKEND_URING ? "uring" : "libev";
 }
 
+/* --verbose: the server's runtime and driver counters, per worker, from the
+ * layers' metric tables. */
+static void print_stats(struct ioh *h, enum vio_backend b)
+{
+	struct vio_worker_stats vs[8];
+	struct vrt_worker_stats rs[8];
+	unsigned n = vio_stats_snapshot(h->io, vs, 8);
+	char line[2048];
+	size_t off;
+
+	vrt_stats_snapshot(h->rt, NULL, rs, 8);
+	for (unsigned i = 0; i < n && i < 8; i++) {
+		off = 0;
+		line[0] = '\0';
+		vb_metric_format(line, sizeof(line), &off, vrt_worker_metrics, vrt_worker_metrics_n, &rs[i]);
+		fprintf(stderr, "  [%s w%u] rt: %s\n", bname(b), i, line);
+		off = 0;
+		line[0] = '\0';
+		vb_metric_format(line, sizeof(line), &off, vio_worker_metrics, vio_worker_metrics_n, &vs[i]);
+		fprintf(stderr, "  [%s w%u] io: %s\n", bname(b), i, line);
+	}
+}
+
 /* ================================================================ server */
 
-struct econn {
-	struct vrt_task t;
-	struct vio_conn c;
-	int state; /* 0 recv, 1 send, 2 close */
-	size_t n;
-	char buf[]; /* opt.bufsize */
-};
-
-static enum vrt_poll econn_poll(struct vrt_task *t)
-{
-	struct econn *e = (struct econn *)t;
-	enum vrt_poll p;
-	ssize_t r;
-	int rc;
-
-	if (vrt_task_is_cancelled(t)) {
-		vio_conn_abandon(&e->c);
-		return VRT_READY;
-	}
-	for (;;) {
-		switch (e->state) {
-		case 0:
-			if (e->n == 0) {
-				/* A live idle deadline, re-armed before every receive. */
-				if (vio_conn_set_deadline(&e->c, vb_now_ns() + (int64_t)opt.idle_deadline_ms *
-							  VB_NS_PER_MS) < 0) {
-					e->state = 2;
-					continue;
-				}
-				e->n = 1;
-			}
-			p = vio_conn_recv(&e->c, e->buf, opt.bufsize, &r);
-			if (p != VRT_READY)
-				return p;
-			e->n = r > 0 ? (size_t)r : 0;
-			e->state = r > 0 ? 1 : 2;
-			continue;
-		case 1:
-			p = vio_conn_send(&e->c, e->buf, e->n, &r);
-			if (p != VRT_READY)
-				return p;
-			e->n = 0;
-			e->state = r < 0 ? 2 : 0;
-			continue;
-		default:
-			return vio_conn_close(&e->c, &rc);
-		}
-	}
-}
-
-static void econn_drop(struct vrt_task *t)
-{
-	free(t);
-}
-
-static const struct vrt_task_vtable econn_vt = { .poll = econn_poll, .drop = econn_drop };
-
-struct acceptor {
-	struct vrt_task t;
-	struct vrt *rt;
-	struct vio_listener *l;
-	unsigned idx;
-};
-
-static enum vrt_poll acceptor_poll(struct vrt_task *t)
-{
-	struct acceptor *a = (struct acceptor *)t;
-	int fd, one = 1;
-
-	for (;;) {
-		enum vrt_poll p = vio_accept(a->l, a->idx, &fd);
-		struct econn *e;
-
-		if (p != VRT_READY)
-			return p;
-		if (fd < 0 || vrt_task_is_cancelled(t))
-			return VRT_READY;
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		e = calloc(1, sizeof(*e) + opt.bufsize);
-		if (!e) {
-			close(fd);
-			continue;
-		}
-		vrt_task_init(&e->t, &econn_vt);
-		vio_conn_init(&e->c, fd);
-		if (vrt_spawn(a->rt, &e->t) < 0)
-			close(fd);
-		vrt_task_unref(&e->t);
-	}
-}
-
-static const struct vrt_task_vtable acceptor_vt = { .poll = acceptor_poll, .drop = econn_drop };
-
-/* The child: serve until the parent closes `rfd`. */
+/* The child: the echo server of tests/helpers/io_harness.c on `b`, until the
+ * parent closes `rfd`. */
 static int serve(enum vio_backend b, int wfd, int rfd)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	struct vio_config vc;
 	struct vrt_config rc;
-	struct vio_listener *l;
-	struct vio *io;
-	struct vrt *rt;
-	int port;
+	struct ioh h;
+	struct ioh_echo e;
 	char c;
 
 	tcfg_io(&vc);
 	vc.backend = b;
-	if (vio_new(&vc, opt.workers, &io) < 0)
-		return 77;
 	tcfg_rt(&rc);
-	rc.workers = opt.workers;
-	vio_park_ops(io, &rc.park_ops, &rc.park_ctx);
-	if (vrt_new(&rc, &rt) < 0)
+	ioh_start(&h, opt.workers, &vc, &rc); /* exits 77 where the backend is unavailable */
+	memset(&e, 0, sizeof(e));
+	e.bufsize = opt.bufsize;
+	e.idle_deadline_ns = (int64_t)opt.idle_deadline_ms * VB_NS_PER_MS;
+	if (ioh_echo_start(&h, &e) < 0)
 		return 99;
-	if (vio_listener_new(io, (struct sockaddr *)&sa, sizeof(sa), 4096, &l) < 0)
-		return 99;
-	for (unsigned i = 0; i < vio_listener_count(l); i++) {
-		struct acceptor *a = calloc(1, sizeof(*a));
-
-		vrt_task_init(&a->t, &acceptor_vt);
-		a->rt = rt;
-		a->l = l;
-		a->idx = i;
-		vrt_spawn(rt, &a->t);
-		vrt_task_unref(&a->t);
-	}
-	port = vio_listener_port(l);
-	if (write(wfd, &port, sizeof(port)) != sizeof(port))
+	if (write(wfd, &e.port, sizeof(e.port)) != sizeof(e.port))
 		return 99;
 	while (read(rfd, &c, 1) > 0)
 		;
-	vio_listener_close(l);
-	if (opt.verbose) {
-		struct vio_worker_stats vs[8];
-		struct vrt_worker_stats rs[8];
-		unsigned n = vio_stats_snapshot(io, vs, 8);
-
-		vrt_stats_snapshot(rt, NULL, rs, 8);
-		for (unsigned i = 0; i < n && i < 8; i++)
-			fprintf(stderr, "  [%s w%u] polls %lu stolen %lu parks %lu unparks %lu | io parks %lu "
-				"wakeups_io %lu submitted %lu completed %lu migrations %lu ms-arms %lu\n",
-				bname(b), i, rs[i].polls, rs[i].tasks_stolen, rs[i].parks, rs[i].unparks,
-				vs[i].parks, vs[i].park_wakeups_io, vs[i].submitted, vs[i].completed,
-				vs[i].migrations, vs[i].recv_multishot_arms);
-	}
-	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
-	vrt_free(rt);
-	vio_free(io);
+	if (opt.verbose)
+		print_stats(&h, b);
+	ioh_echo_stop(&e, 10000);
+	ioh_stop(&h);
 	return 0;
 }
 
@@ -323,133 +229,19 @@ static long proc_rss(pid_t pid)
 
 /* ================================================================ client */
 
-static int connect_port(int port)
-{
-	struct sockaddr_in sa = {
-		.sin_family = AF_INET,
-		.sin_port = htons((uint16_t)port),
-		.sin_addr.s_addr = htonl(INADDR_LOOPBACK),
-	};
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	return fd;
-}
-
-struct cconn {
-	int fd;
-	size_t sent, got;
-	int64_t t0;
-	bool want_out;
-};
-
 struct cthread {
 	pthread_t th;
-	int port;
-	unsigned nconn;
-	size_t size;
-	int64_t end;
-	_Atomic int *go;
-	uint64_t msgs, errors;
+	struct ioh_pingpong_opts o;
+	struct ioh_pingpong_result r;
 	struct vb_hist hist;
 };
 
 static void *cthread_main(void *arg)
 {
 	struct cthread *ct = arg;
-	struct cconn *cs = calloc(ct->nconn, sizeof(*cs));
-	char *tx = malloc(ct->size), *rx = malloc(65536);
-	struct epoll_event evs[256];
-	int ep = epoll_create1(EPOLL_CLOEXEC);
 
-	memset(tx, 'e', ct->size);
-	for (unsigned i = 0; i < ct->nconn; i++) {
-		struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.u32 = i };
-
-		cs[i].fd = connect_port(ct->port);
-		if (cs[i].fd < 0) {
-			ct->errors++;
-			continue;
-		}
-		fcntl(cs[i].fd, F_SETFL, O_NONBLOCK);
-		cs[i].want_out = true;
-		epoll_ctl(ep, EPOLL_CTL_ADD, cs[i].fd, &ev);
-	}
-	while (!atomic_load(ct->go))
-		usleep(100);
-	for (unsigned i = 0; i < ct->nconn; i++)
-		cs[i].t0 = vb_now_ns();
-	while (vb_now_ns() < ct->end) {
-		int n = epoll_wait(ep, evs, 256, 100);
-
-		for (int k = 0; k < n; k++) {
-			struct cconn *c = &cs[evs[k].data.u32];
-			ssize_t r;
-
-			if (c->fd < 0)
-				continue;
-			if (c->sent < ct->size && (evs[k].events & EPOLLOUT)) {
-				r = send(c->fd, tx + c->sent, ct->size - c->sent, MSG_NOSIGNAL);
-				if (r > 0)
-					c->sent += (size_t)r;
-				else if (r < 0 && errno != EAGAIN)
-					goto bad;
-			}
-			while (evs[k].events & EPOLLIN) {
-				r = recv(c->fd, rx, 65536, 0);
-				if (r > 0) {
-					c->got += (size_t)r;
-					continue;
-				}
-				if (r < 0 && errno == EAGAIN)
-					break;
-				goto bad;
-			}
-			if (c->got >= ct->size) { /* one message echoed */
-				int64_t now = vb_now_ns();
-				vb_hist_record_owner(&ct->hist, (uint64_t)(now - c->t0));
-				ct->msgs++;
-				c->got -= ct->size;
-				c->sent = 0;
-				c->t0 = now;
-				r = send(c->fd, tx, ct->size, MSG_NOSIGNAL);
-				if (r > 0)
-					c->sent = (size_t)r;
-				else if (r < 0 && errno != EAGAIN)
-					goto bad;
-			}
-			{
-				bool out = c->sent < ct->size;
-				if (out != c->want_out) {
-					struct epoll_event ev = {
-						.events = EPOLLIN | (out ? EPOLLOUT : 0),
-						.data.u32 = evs[k].data.u32,
-					};
-					epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
-					c->want_out = out;
-				}
-			}
-			continue;
-bad:
-			ct->errors++;
-			close(c->fd);
-			c->fd = -1;
-		}
-	}
-	for (unsigned i = 0; i < ct->nconn; i++)
-		if (cs[i].fd >= 0)
-			close(cs[i].fd);
-	close(ep);
-	free(cs);
-	free(tx);
-	free(rx);
+	ct->o.latency = &ct->hist;
+	ioh_pingpong_run(&ct->o, &ct->r);
 	return NULL;
 }
 
@@ -474,16 +266,15 @@ static void run_cell(enum vio_backend b, unsigned conns, size_t size, struct cel
 	if (server_start(b, &s) < 0)
 		return;
 	ct = calloc(nt, sizeof(*ct));
-	for (unsigned i = 0; i < nt; i++) {
-		ct[i].port = s.port;
-		ct[i].nconn = conns / nt + (i < conns % nt);
-		ct[i].size = size;
-		ct[i].go = &go;
-		vb_hist_init(&ct[i].hist);
-	}
 	t0 = vb_now_ns() + 300 * VB_NS_PER_MS; /* connect first */
 	for (unsigned i = 0; i < nt; i++) {
-		ct[i].end = t0 + (int64_t)(opt.seconds * 1e9);
+		ct[i].o.port = s.port;
+		ct[i].o.conns = conns / nt + (i < conns % nt);
+		ct[i].o.size = size;
+		ct[i].o.go = &go;
+		ct[i].o.until_ns = t0 + (int64_t)(opt.seconds * 1e9);
+		ct[i].o.seed = i + 1;
+		vb_hist_init(&ct[i].hist);
 		pthread_create(&ct[i].th, NULL, cthread_main, &ct[i]);
 	}
 	while (vb_now_ns() < t0)
@@ -495,8 +286,8 @@ static void run_cell(enum vio_backend b, unsigned conns, size_t size, struct cel
 		pthread_join(ct[i].th, NULL);
 		vb_hist_snapshot(&ct[i].hist, &one);
 		vb_hist_snap_merge(&sum, &one);
-		msgs += ct[i].msgs;
-		res->errors += ct[i].errors;
+		msgs += ct[i].r.messages;
+		res->errors += ct[i].r.errors + ct[i].r.mismatches + (ct[i].o.conns - ct[i].r.conns_open);
 	}
 	t1 = vb_now_ns();
 	cpu1 = proc_cpu(s.pid);
@@ -546,7 +337,7 @@ static void run_idle(enum vio_backend b, struct idle_result *res)
 		char c;
 
 		for (i = 0; i < batch; i++) {
-			fds[n + i] = connect_port(s.port);
+			fds[n + i] = ioh_connect(s.port);
 			if (fds[n + i] < 0 || send(fds[n + i], "i", 1, 0) != 1)
 				break;
 		}
@@ -717,7 +508,7 @@ int main(int argc, char **argv)
 		opt.bufsize = 256; /* the driver's cost, not an application buffer's */
 		printf("%u idle connections, each with a pending receive and a live %u s deadline\n"
 		       "(server connection task %zu B incl. a 256 B buffer; CPU in ms per second):\n",
-		       opt.idle, opt.idle_deadline_ms / 1000, sizeof(struct econn) + opt.bufsize);
+		       opt.idle, opt.idle_deadline_ms / 1000, ioh_echo_conn_size(opt.bufsize));
 		printf("%-6s %8s %11s %19s %13s %14s\n", "backend", "setup s", "RSS B/conn",
 		       "kernel slab B/conn", "idle CPU", "CPU, 0 conns");
 		for (unsigned bi = 0; bi < opt.nbackends; bi++) {

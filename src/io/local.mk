@@ -83,5 +83,5 @@ tests_unit_test_io_fallback_LDADD = $(IO_TEST_LDADD)
 # Benchmark (never part of check): both backends, connections x message
 # size, and the cost of 10,000 idle connections with live deadlines.
 EXTRA_PROGRAMS += bench/echo_bench
-bench_echo_bench_SOURCES = bench/echo_bench.c
+bench_echo_bench_SOURCES = bench/echo_bench.c $(IO_HARNESS)
 bench_echo_bench_LDADD = $(VOLT_ALL_LIBS)

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -287,8 +288,10 @@ struct echo_conn {
 	int state;
 	size_t n;
 	unsigned msgs;
+	bool deadline_armed;
+	size_t bufsize;
 	struct iovec iov[2];
-	char buf[32768];
+	char buf[]; /* bufsize bytes */
 };
 
 static void spin(unsigned ns)
@@ -321,9 +324,19 @@ static enum vrt_poll echo_conn_poll(struct ioh_task *t)
 	for (;;) {
 		switch (ec->state) {
 		case EC_RECV:
-			p = vio_conn_recv(&ec->c, ec->buf, sizeof(ec->buf), &r);
+			if (e->idle_deadline_ns > 0 && !ec->deadline_armed) {
+				/* A live deadline, re-armed before every receive. */
+				if (vio_conn_set_deadline(&ec->c, vb_now_ns() + e->idle_deadline_ns) < 0) {
+					atomic_fetch_add_explicit(&e->errors, 1, memory_order_relaxed);
+					ec->state = EC_CLOSE;
+					continue;
+				}
+				ec->deadline_armed = true;
+			}
+			p = vio_conn_recv(&ec->c, ec->buf, ec->bufsize, &r);
 			if (p != VRT_READY)
 				return p;
+			ec->deadline_armed = false;
 			if (r > 0) {
 				ec->n = (size_t)r;
 				ec->state = EC_SEND;
@@ -363,7 +376,6 @@ static enum vrt_poll echo_conn_poll(struct ioh_task *t)
 				ec->state = EC_CLOSE;
 				continue;
 			}
-			atomic_fetch_add_explicit(&e->bytes, (uint64_t)r, memory_order_relaxed);
 			ec->state = EC_RECV;
 			continue;
 		case EC_CLOSE:
@@ -397,8 +409,9 @@ static enum vrt_poll acceptor_poll(struct ioh_task *t)
 		if (fd < 0 || vrt_task_is_cancelled(&t->t))
 			return VRT_READY; /* listener closed */
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		ec = ioh_task_new(sizeof(*ec), echo_conn_poll, NULL);
+		ec = ioh_task_new(sizeof(*ec) + (e->bufsize ? e->bufsize : 32768), echo_conn_poll, NULL);
 		ec->e = e;
+		ec->bufsize = e->bufsize ? e->bufsize : 32768;
 		vio_conn_init(&ec->c, fd);
 		atomic_fetch_add_explicit(&e->accepted, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&e->active, 1, memory_order_relaxed);
@@ -418,6 +431,11 @@ void ioh_echo_start_on(struct ioh *h, struct ioh_echo *e, struct vio_listener *l
 		a->idx = i;
 		ioh_spawn(h, &a->base, false);
 	}
+}
+
+size_t ioh_echo_conn_size(size_t bufsize)
+{
+	return sizeof(struct echo_conn) + (bufsize ? bufsize : 32768);
 }
 
 int ioh_echo_start(struct ioh *h, struct ioh_echo *e)
@@ -693,4 +711,150 @@ void ioh_clients(unsigned threads, const struct ioh_client_opts *o, struct ioh_c
 			memcpy(sum->first_error, ct[i].r.first_error, sizeof(sum->first_error));
 	}
 	free(ct);
+}
+
+/* ------------------------------------------------------ closed-loop client */
+
+struct ppconn {
+	int fd;
+	size_t sent, got;
+	uint64_t done;
+	int64_t t0;
+	bool want_out;
+};
+
+static void pp_fail(struct ioh_pingpong_result *res, const char *what, int e)
+{
+	res->errors++;
+	if (!res->first_error[0])
+		snprintf(res->first_error, sizeof(res->first_error), "%s: %s", what, strerror(e));
+}
+
+/* Send what is left of the current message. 0, or -1 after an error. */
+static int pp_send(struct ppconn *c, const uint8_t *tx, size_t size, struct ioh_pingpong_result *res)
+{
+	while (c->sent < size) {
+		ssize_t w = send(c->fd, tx + c->sent, size - c->sent, MSG_NOSIGNAL);
+
+		if (w < 0) {
+			if (errno == EAGAIN)
+				return 0;
+			pp_fail(res, "send", errno);
+			return -1;
+		}
+		c->sent += (size_t)w;
+	}
+	return 0;
+}
+
+void ioh_pingpong_run(const struct ioh_pingpong_opts *o, struct ioh_pingpong_result *res)
+{
+	struct ppconn *cs = calloc(o->conns, sizeof(*cs));
+	uint8_t *tx = malloc(o->size), *rx = malloc(65536);
+	struct epoll_event evs[256];
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	unsigned live = 0;
+
+	memset(res, 0, sizeof(*res));
+	if (!cs || !tx || !rx || ep < 0) {
+		pp_fail(res, "setup", ep < 0 ? errno : ENOMEM);
+		goto out;
+	}
+	/* Every message of this client carries the same bytes: the echo is
+	 * checked with memcmp, cheap enough not to slow a benchmark. */
+	for (size_t i = 0; i < o->size; i++)
+		tx[i] = pbyte(o->seed, i);
+	for (unsigned i = 0; i < o->conns; i++) {
+		struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.u32 = i };
+
+		cs[i].fd = ioh_connect(o->port);
+		if (cs[i].fd < 0) {
+			pp_fail(res, "connect", -cs[i].fd);
+			continue;
+		}
+		fcntl(cs[i].fd, F_SETFL, fcntl(cs[i].fd, F_GETFL) | O_NONBLOCK);
+		cs[i].want_out = true;
+		epoll_ctl(ep, EPOLL_CTL_ADD, cs[i].fd, &ev);
+		live++;
+	}
+	res->conns_open = live;
+	while (o->go && !atomic_load(o->go))
+		usleep(100);
+	for (unsigned i = 0; i < o->conns; i++)
+		cs[i].t0 = vb_now_ns();
+	while (live && (!o->until_ns || vb_now_ns() < o->until_ns)) {
+		int n = epoll_wait(ep, evs, 256, 100);
+
+		for (int k = 0; k < n; k++) {
+			struct ppconn *c = &cs[evs[k].data.u32];
+			bool out;
+
+			if (c->fd < 0)
+				continue;
+			if ((evs[k].events & EPOLLOUT) && pp_send(c, tx, o->size, res) < 0)
+				goto bad;
+			while (evs[k].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
+				ssize_t r = recv(c->fd, rx, 65536, 0);
+
+				if (r < 0 && errno == EAGAIN)
+					break;
+				if (r <= 0) {
+					pp_fail(res, "recv", r < 0 ? errno : ECONNRESET);
+					goto bad;
+				}
+				if (c->got + (size_t)r > c->sent || memcmp(rx, tx + c->got, (size_t)r) != 0) {
+					res->mismatches++;
+					if (!res->first_error[0])
+						snprintf(res->first_error, sizeof(res->first_error),
+							 "echo differs at byte %zu of a %zu-byte message", c->got,
+							 o->size);
+					goto bad;
+				}
+				c->got += (size_t)r;
+				res->bytes += (uint64_t)r;
+				if (c->got < o->size)
+					continue;
+				/* One message echoed: the next one. */
+				int64_t now = vb_now_ns();
+				if (o->latency)
+					vb_hist_record_owner(o->latency, (uint64_t)(now - c->t0));
+				res->messages++;
+				c->got = c->sent = 0;
+				c->t0 = now;
+				if (o->messages && ++c->done == o->messages) {
+					close(c->fd);
+					c->fd = -1;
+					live--;
+					break;
+				}
+				if (pp_send(c, tx, o->size, res) < 0)
+					goto bad;
+			}
+			if (c->fd < 0)
+				continue;
+			out = c->sent < o->size;
+			if (out != c->want_out) {
+				struct epoll_event ev = {
+					.events = EPOLLIN | (out ? EPOLLOUT : 0),
+					.data.u32 = evs[k].data.u32,
+				};
+				epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+				c->want_out = out;
+			}
+			continue;
+bad:
+			close(c->fd);
+			c->fd = -1;
+			live--;
+		}
+	}
+out:
+	for (unsigned i = 0; cs && i < o->conns; i++)
+		if (cs[i].fd >= 0)
+			close(cs[i].fd);
+	if (ep >= 0)
+		close(ep);
+	free(cs);
+	free(tx);
+	free(rx);
 }

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/helpers/io_harness.h: what the I/O tests share: bringing up a
- * runtime with the I/O driver on the backend the test program was built
- * for (uring / libev / auto from VOLTD_IO_BACKEND), heap-allocated tasks
- * around a poll function, a test-only TCP echo server built from the
- * driver's operations, and a verifying multi-connection client.
+ * tests/helpers/io_harness.h: what the I/O tests and bench/echo_bench share:
+ * bringing up a runtime with the I/O driver on the backend of this run
+ * (uring / libev / auto from VOLTD_IO_BACKEND), heap-allocated tasks around
+ * a poll function, a TCP echo server built from the driver's operations, a
+ * verifying multi-connection client (send, half-close, read the echo to
+ * EOF) and a verifying closed-loop client (message, echo, next message)
+ * that can record round-trip latencies.
  *
  * Threading: ioh_start / ioh_stop and the client from plain threads; task
  * functions run on workers. Counters are atomics read by the test thread.
@@ -17,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/histogram.h"
 #include "io/io.h"
 #include "rt/rt.h"
 
@@ -80,7 +83,11 @@ struct ioh_echo {
 	int port;
 	unsigned spin_ns;          /* busy work per message (forces stealing) */
 	bool use_sendv;            /* echo every other message as header+body iovecs */
-	_Atomic uint64_t accepted, closed, resets, errors, bytes;
+	size_t bufsize;            /* receive buffer per connection; 0: 32 KiB */
+	int64_t idle_deadline_ns;  /* > 0: a deadline this far ahead, re-armed before
+				    * every receive (a live timer per connection) */
+	/* per connection, never per message (the benchmark uses this server) */
+	_Atomic uint64_t accepted, closed, resets, errors;
 	_Atomic int64_t active;
 };
 
@@ -88,6 +95,8 @@ struct ioh_echo {
 int ioh_echo_start(struct ioh *h, struct ioh_echo *e);
 /* The same on an existing listener (e.g. vio_listener_adopt). */
 void ioh_echo_start_on(struct ioh *h, struct ioh_echo *e, struct vio_listener *l);
+/* Bytes of one connection task of this server with a `bufsize` buffer. */
+size_t ioh_echo_conn_size(size_t bufsize);
 /* Close the listener, then wait (up to timeout_ms) for every connection
  * task to end. Returns 0, or -ETIMEDOUT with connections still active. */
 int ioh_echo_stop(struct ioh_echo *e, unsigned timeout_ms);
@@ -117,5 +126,29 @@ void ioh_client_run(const struct ioh_client_opts *o, struct ioh_client_result *r
 /* Run `threads` clients in parallel (seed + i each) and sum the results. */
 void ioh_clients(unsigned threads, const struct ioh_client_opts *o,
 		 struct ioh_client_result *sum);
+
+/* ------------------------------------------------ closed-loop client */
+
+/* Each connection sends a message of `size` bytes, reads its whole echo
+ * back (checking every byte), and sends the next, until it has done
+ * `messages` or the clock passes `until_ns`. One thread, epoll. */
+struct ioh_pingpong_opts {
+	int port;
+	unsigned conns;            /* connections of this client */
+	size_t size;               /* bytes per message, >= 1 */
+	uint64_t messages;         /* per connection; 0: until until_ns */
+	int64_t until_ns;          /* vb_now_ns() deadline; 0: none */
+	_Atomic int *go;           /* NULL, or connect first, then wait for *go != 0 */
+	struct vb_hist *latency;   /* NULL, or each round trip in ns (this thread only) */
+	uint64_t seed;             /* message bytes */
+};
+
+struct ioh_pingpong_result {
+	uint64_t messages, bytes, mismatches, errors;
+	unsigned conns_open;       /* connections that could be opened */
+	char first_error[160];
+};
+
+void ioh_pingpong_run(const struct ioh_pingpong_opts *o, struct ioh_pingpong_result *res);
 
 #endif

@@ -201,6 +201,53 @@ static void test_echo_tiny_ring_busy(void **state)
 	tiny_ring(true);
 }
 
+/* The closed-loop client (message, whole echo, next message: what
+ * bench/echo_bench drives) against a server with a 256-byte buffer, so a
+ * message comes back in pieces, and a live deadline re-armed before every
+ * receive. Every byte is checked. */
+static void test_echo_closed_loop(void **state)
+{
+	struct ioh h;
+	struct ioh_echo e;
+	struct ioh_pingpong_opts o;
+	struct ioh_pingpong_result res;
+	struct vb_hist *lat = calloc(1, sizeof(*lat));
+	struct vb_hist_snap *snap = calloc(1, sizeof(*snap));
+
+	(void)state;
+	assert_non_null(lat);
+	assert_non_null(snap);
+	vb_hist_init(lat);
+	memset(&e, 0, sizeof(e));
+	e.bufsize = 256;
+	e.idle_deadline_ns = 10000 * VB_NS_PER_MS;
+	ioh_start(&h, 2, NULL, NULL);
+	assert_int_equal(ioh_echo_start(&h, &e), 0);
+	memset(&o, 0, sizeof(o));
+	o.port = e.port;
+	o.conns = 32;
+	o.size = 3000;
+	o.messages = ioh_under_tsan() ? 20 : 100;
+	o.latency = lat;
+	o.seed = seed();
+	ioh_pingpong_run(&o, &res);
+	if (res.first_error[0])
+		print_message("# first client error: %s\n", res.first_error);
+	assert_int_equal(res.conns_open, o.conns);
+	assert_int_equal(res.errors + res.mismatches, 0);
+	assert_int_equal(res.messages, (uint64_t)o.conns * o.messages);
+	assert_int_equal(res.bytes, res.messages * o.size);
+	vb_hist_snapshot(lat, snap);
+	assert_int_equal(snap->count, res.messages);
+	assert_int_equal(ioh_echo_stop(&e, 5000), 0);
+	assert_int_equal(e.accepted, o.conns);
+	assert_int_equal(e.closed, o.conns);
+	assert_int_equal(e.errors, 0);
+	ioh_stop(&h);
+	free(lat);
+	free(snap);
+}
+
 /* Socket activation: one inherited listening socket, adopted and shared by
  * both workers' accept queues. */
 static void test_echo_adopted_listener(void **state)
@@ -242,6 +289,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_echo_many),
+		cmocka_unit_test(test_echo_closed_loop),
 		cmocka_unit_test(test_echo_plain),
 		cmocka_unit_test(test_echo_few_buffers),
 		cmocka_unit_test(test_echo_tiny_ring),
