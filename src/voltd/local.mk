@@ -39,15 +39,27 @@ EXTRA_DIST += tests/integration/test_cli.py tests/integration/test_daemon_io.py 
 # The daemon's life (notify, activation, drain, restarts); NOTIFY_TESTS also
 # run in the --without-systemd build (scripts/test, build-nosd).
 NOTIFY_TESTS = tests/integration/test_notify.py
-TESTS += $(NOTIFY_TESTS) tests/integration/test_drain.py tests/integration/test_activation.py
-EXTRA_DIST += $(NOTIFY_TESTS) tests/integration/test_drain.py tests/integration/test_activation.py tests/integration/notifyutil.py
+TESTS += $(NOTIFY_TESTS) tests/integration/test_drain.py tests/integration/test_activation.py tests/integration/test_units.py
+EXTRA_DIST += $(NOTIFY_TESTS) tests/integration/test_drain.py tests/integration/test_activation.py tests/integration/test_units.py tests/integration/notifyutil.py
 
 dist_man_MANS += man/voltd.8 man/voltd.conf.5
 sysconf_voltddir = $(sysconfdir)/voltd
 dist_sysconf_voltd_DATA = conf/voltd.conf
 
-# The systemd unit, with this build's paths.
+# The systemd units (the service with this build's paths, its two sockets)
+# and the user (sysusers.d) and runtime directory (tmpfiles.d) it needs.
 systemdsystemunit_DATA = systemd/voltd.service
+dist_systemdsystemunit_DATA = systemd/voltd.socket systemd/voltd-control.socket
+EXTRA_DIST += systemd/voltd.sysusers systemd/voltd.tmpfiles
+install-data-local: install-voltd-sysusers
+uninstall-local: uninstall-voltd-sysusers
+install-voltd-sysusers:
+	$(MKDIR_P) '$(DESTDIR)$(sysusersdir)' '$(DESTDIR)$(tmpfilesdir)'
+	$(INSTALL_DATA) $(top_srcdir)/systemd/voltd.sysusers '$(DESTDIR)$(sysusersdir)/voltd.conf'
+	$(INSTALL_DATA) $(top_srcdir)/systemd/voltd.tmpfiles '$(DESTDIR)$(tmpfilesdir)/voltd.conf'
+uninstall-voltd-sysusers:
+	rm -f '$(DESTDIR)$(sysusersdir)/voltd.conf' '$(DESTDIR)$(tmpfilesdir)/voltd.conf'
+.PHONY: install-voltd-sysusers uninstall-voltd-sysusers
 systemd/voltd.service: $(top_srcdir)/systemd/voltd.service.in Makefile
 	$(AM_V_GEN)$(MKDIR_P) systemd && sed -e 's|@sbindir[@]|$(sbindir)|g' \
 		-e 's|@sysconfdir[@]|$(sysconfdir)|g' $< > $@

@@ -1,0 +1,169 @@
+# SPDX-License-Identifier: MIT
+"""The installed systemd units: `make install DESTDIR=...` puts voltd,
+voltctl, the three units, the sysusers.d and tmpfiles.d files and the man
+pages in place; `systemd-analyze security --offline=yes --threshold=20`
+rates voltd.service at most 2.0; `systemd-analyze verify` is clean (the
+units' paths re-rooted into the DESTDIR, the man pages found there); and
+every system call voltd makes, seen by strace on both backends, passes the
+unit's SystemCallFilter as systemd expands it (io_uring included)."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILDDIR, VOLTD, free_port
+from httputil import backend, request  # noqa: F401
+
+ANALYZE = shutil.which("systemd-analyze")
+PREFIX_RE = re.compile(r"^prefix = (.*)$", re.M)
+
+
+def need_analyze():
+    if not ANALYZE:
+        pytest.skip("systemd-analyze missing (Debian package systemd)")
+
+
+@pytest.fixture(scope="module")
+def dest(tmp_path_factory):
+    d = tmp_path_factory.mktemp("destdir")
+    r = subprocess.run(["make", "-s", "-C", BUILDDIR, "install", "DESTDIR=%s" % d],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    prefix = PREFIX_RE.search(open(os.path.join(BUILDDIR, "Makefile")).read()).group(1).strip()
+    return d, prefix
+
+
+def test_make_install_puts_everything_in_place(dest):
+    d, prefix = dest
+    root = str(d) + prefix
+    for f in ["sbin/voltd", "bin/voltctl", "lib/systemd/system/voltd.service",
+              "lib/systemd/system/voltd.socket", "lib/systemd/system/voltd-control.socket",
+              "lib/sysusers.d/voltd.conf", "lib/tmpfiles.d/voltd.conf", "share/man/man8/voltd.8",
+              "share/man/man5/voltd.conf.5", "share/man/man1/voltctl.1", "etc/voltd/voltd.conf"]:
+        assert os.path.exists(os.path.join(root, f)), f
+    unit = open(os.path.join(root, "lib/systemd/system/voltd.service")).read()
+    assert "ExecStart=%s/sbin/voltd -f" % prefix in unit, unit
+    assert "User=voltd" in unit
+    assert re.search(r"^u voltd ", open(os.path.join(root, "lib/sysusers.d/voltd.conf")).read(), re.M)
+
+
+def units(dest, tmp_path):
+    """The installed units with their paths re-rooted into the DESTDIR."""
+    d, prefix = dest
+    src = str(d) + prefix + "/lib/systemd/system"
+    out = []
+    for name in ("voltd.service", "voltd.socket", "voltd-control.socket"):
+        text = open(os.path.join(src, name)).read().replace(prefix + "/", str(d) + prefix + "/")
+        p = tmp_path / name
+        p.write_text(text)
+        out.append(str(p))
+    return out
+
+
+def test_security_score(dest):
+    need_analyze()
+    d, prefix = dest
+    unit = str(d) + prefix + "/lib/systemd/system/voltd.service"
+    r = subprocess.run([ANALYZE, "security", "--offline=yes", "--threshold=20", unit],
+                       capture_output=True, text=True, timeout=60)
+    m = re.search(r"Overall exposure level for voltd.service: ([0-9.]+)", r.stdout)
+    assert m, r.stdout + r.stderr
+    print("systemd-analyze security: %s" % m.group(1))
+    assert r.returncode == 0, r.stdout
+    assert float(m.group(1)) <= 2.0, r.stdout
+
+
+def test_verify_is_clean(dest, tmp_path):
+    need_analyze()
+    d, prefix = dest
+    env = dict(os.environ, MANPATH=str(d) + prefix + "/share/man")
+    r = subprocess.run([ANALYZE, "verify", *units(dest, tmp_path)], capture_output=True, text=True,
+                       timeout=60, env=env)
+    assert r.returncode == 0 and r.stdout.strip() == "" and r.stderr.strip() == "", r.stdout + r.stderr
+
+
+def expand(group, seen=None):
+    """The system calls of a filter group, as systemd-analyze lists them."""
+    seen = seen if seen is not None else set()
+    out = set()
+    r = subprocess.run([ANALYZE, "syscall-filter", group], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    for line in r.stdout.splitlines()[1:]:
+        w = line.strip()
+        if not w or w.startswith("#"):
+            continue
+        if w.startswith("@"):
+            if w not in seen:
+                seen.add(w)
+                out |= expand(w, seen)
+        else:
+            out.add(w)
+    return out
+
+
+def unit_filter(dest):
+    """The allowed set of voltd.service's SystemCallFilter= lines."""
+    d, prefix = dest
+    text = open(str(d) + prefix + "/lib/systemd/system/voltd.service").read()
+    allow, deny = set(), set()
+    for line in re.findall(r"^SystemCallFilter=(.*)$", text, re.M):
+        target = allow
+        if line.startswith("~"):
+            target, line = deny, line[1:]
+        for w in line.split():
+            target |= expand(w) if w.startswith("@") else {w}
+    return allow - deny
+
+
+def test_syscalls_pass_the_unit_filter(dest, tmp_path, backend):  # noqa: F811
+    need_analyze()
+    strace = shutil.which("strace")
+    if not strace:
+        pytest.skip("strace missing (Debian package strace)")
+    allowed = unit_filter(dest)
+    assert {"io_uring_setup", "io_uring_enter", "io_uring_register"} <= allowed
+    port = free_port()
+    trace = tmp_path / "trace"
+    p = subprocess.Popen([strace, "-f", "-qq", "-o", str(trace), VOLTD, "-f", "-c", "/dev/null",
+                          "-s", "io.backend=%s" % backend, "-s", "scheduler.workers=2",
+                          "-s", "server.listen=127.0.0.1:%d" % port,
+                          "-s", "control.socket=%s" % (tmp_path / "c.sock")],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                assert request(port, "GET", "/healthz").status == 200
+                break
+            except OSError:
+                assert time.monotonic() < deadline and p.poll() is None
+                time.sleep(0.05)
+        for path, body in (("/v1/echo", b"x" * 5000), ("/v1/hash?alg=sha256", b"abc"),
+                           ("/v1/gzip?level=1", b"y" * 3000)):
+            assert request(port, "POST", path, body=body).status == 200
+        assert request(port, "GET", "/v1/sleep?ms=5").status == 200
+    finally:
+        # SIGTERM to voltd itself (strace's child); strace then exits with its status.
+        kids = open("/proc/%d/task/%d/children" % (p.pid, p.pid)).read().split()
+        for k in kids:
+            os.kill(int(k), signal.SIGTERM)
+        if not kids:
+            p.kill()
+        rc = p.wait(30)
+    assert rc == 0
+    used = set()
+    for line in trace.read_text().splitlines():
+        m = re.match(r"^\d+\s+(?:<\.\.\. )?([a-z0-9_]+)[( ]", line)
+        if m and m.group(1) not in ("exit", "resumed"):
+            used.add(m.group(1))
+    # Before exec, strace's own child runs execve: the unit's ExecStart does it too.
+    assert used, trace.read_text()[:500]
+    if backend == "uring":
+        assert "io_uring_setup" in used and "io_uring_enter" in used, sorted(used)
+    refused = sorted(used - allowed - {"execve"})
+    print("%s backend: %d distinct system calls, all allowed by the unit's filter" % (backend, len(used)))
+    assert refused == [], "system calls the unit's SystemCallFilter= refuses: %s" % refused
