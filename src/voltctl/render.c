@@ -39,10 +39,6 @@ static bool ends_with(const char *s, const char *suffix)
 	return a >= b && strcmp(s + a - b, suffix) == 0;
 }
 
-/* Enumerations the daemon sends as numbers (rt/rt.h). */
-static const char *const state_names[] = { "running", "searching", "parked" };
-static const char *const stall_names[] = { "-", "spinning", "blocked" };
-
 const char *vcli_cell(const char *key, const json_t *v, char *buf, size_t len)
 {
 	const char *k = key ? key : "";
@@ -53,10 +49,6 @@ const char *vcli_cell(const char *key, const json_t *v, char *buf, size_t len)
 	switch (json_typeof(v)) {
 	case JSON_INTEGER: {
 		json_int_t i = json_integer_value(v);
-		if (strcmp(k, "state") == 0 && i >= 0 && i < 3)
-			return snprintf(buf, len, "%s", state_names[i]), buf;
-		if (strcmp(k, "stall") == 0 && i >= 0 && i < 3)
-			return snprintf(buf, len, "%s", stall_names[i]), buf;
 		if (ends_with(k, "_ns") && i != 0)
 			return vcli_duration((double)i / 1e9, buf, len);
 		if (ends_with(k, "_seconds") && i != 0)

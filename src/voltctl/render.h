@@ -5,9 +5,8 @@
  * key/value tables, arrays of objects and objects of objects (channels,
  * job kinds) as tables (transposed when they are wide and short: one column
  * per worker), nested objects flattened to dotted names. Durations
- * (*_seconds, *_ns) print with a unit; the runtime's worker `state` and
- * `stall` columns print by name. Also the small text table that `top`
- * draws with. Single-threaded.
+ * (*_seconds, *_ns) print with a unit. Also the small text table that
+ * `top` draws with. Single-threaded.
  */
 #ifndef VOLTD_VOLTCTL_RENDER_H
 #define VOLTD_VOLTCTL_RENDER_H
@@ -20,7 +19,7 @@
 void vcli_render(FILE *fp, json_t *reply);
 
 /* One value as a table cell ("12", "4.5 ms", "yes"); `key` picks the
- * unit or name mapping. Returns buf. */
+ * unit. Returns buf. */
 const char *vcli_cell(const char *key, const json_t *v, char *buf, size_t len);
 
 /* A duration in seconds as "4.5 ms" / "812 us" / "2.01 s". */

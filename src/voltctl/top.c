@@ -3,7 +3,7 @@
  * voltctl/top.c: `voltctl top`: a live view of voltd built from `stats`
  * replies taken every DELAY seconds on one control connection: per worker
  * state, stall flag, busy % and CPU % (of one core), polls/s, steals/s,
- * local queue depth, global interval and the current poll's age; channel
+ * local queue depth, global interval, the current poll's age and task; channel
  * fill; requests/s by status class; per job kind requests/s and p50/p99.
  * Rates are deltas between two replies over the client's monotonic clock
  * (a `clear counters` in between shows as 0, not negative). Full screen with
@@ -118,21 +118,23 @@ static void build_workers(struct frame *f, json_t *cur, json_t *prev, double dt)
 	struct vcli_table t;
 	bool *alert = calloc(n + 1, sizeof(*alert));
 	static const char *const head[] = { "WORKER", "STATE", "STALL", "BUSY%", "CPU%", "POLLS/S",
-					    "STEALS/S", "QUEUE", "GINT", "POLL AGE" };
+					    "STEALS/S", "QUEUE", "GINT", "POLL AGE", "TASK" };
 
-	vcli_table_init(&t, 10);
+	vcli_table_init(&t, 11);
 	vcli_table_row(&t, head);
 	json_array_foreach(ws, i, w) {
 		json_t *p = json_array_get(pws, i);
-		char c[10][64];
-		const char *cells[10];
+		char c[11][64];
+		const char *cells[11];
+		const char *task = json_string_value(json_object_get(w, "task"));
+		const char *label = json_string_value(json_object_get(w, "task_label"));
 
 		vcli_cell("worker", json_object_get(w, "worker"), c[0], 64);
-		vcli_cell("state", json_object_get(w, "state"), c[1], 64);
+		vcli_cell("state_name", json_object_get(w, "state_name"), c[1], 64);
 		if (num(w, "stall") != 0) {
 			char age[32];
 			vcli_duration(num(w, "stall_age_ns") / 1e9, age, sizeof(age));
-			snprintf(c[2], 64, "STALLED %s %s", vcli_cell("stall", json_object_get(w, "stall"),
+			snprintf(c[2], 64, "STALLED %s %s", vcli_cell("stall_name", json_object_get(w, "stall_name"),
 								    c[9], 64), age);
 			if (alert)
 				alert[i + 1] = true;
@@ -154,7 +156,9 @@ static void build_workers(struct frame *f, json_t *cur, json_t *prev, double dt)
 			vcli_duration(num(w, "poll_age_ns") / 1e9, c[9], 64);
 		else
 			snprintf(c[9], 64, "-");
-		for (int k = 0; k < 10; k++)
+		snprintf(c[10], 64, "%s%s%s%s", task ? task : "-", label ? " (" : "", label ? label : "",
+			 label ? ")" : "");
+		for (int k = 0; k < 11; k++)
 			cells[k] = c[k];
 		vcli_table_row(&t, cells);
 	}
