@@ -377,17 +377,15 @@ static int64_t ms(unsigned v)
 /* The read deadline while waiting for input (0: none). */
 static int64_t read_deadline(const struct vsrv_conn *c)
 {
-	const struct vsrv_config *cfg = &c->srv->cfg;
-
 	if (c->lingering)
 		return c->linger_until;
 	if (!c->rx_busy || c->rd != VSRV_RD_OPEN || c->eof)
 		return 0;
 	switch (c->phase) {
 	case VHTTP_PHASE_HEAD:
-		return c->phase_since + ms(cfg->header_timeout_ms);
+		return c->phase_since + ms(vsrv__live(c->srv, header_timeout_ms));
 	case VHTTP_PHASE_BODY:
-		return c->phase_since + ms(cfg->body_timeout_ms);
+		return c->phase_since + ms(vsrv__live(c->srv, body_timeout_ms));
 	case VHTTP_PHASE_IDLE:
 		if (vsrv__in_flight(c) || c->pending)
 			return 0; /* the client waits for us */
@@ -395,7 +393,8 @@ static int64_t read_deadline(const struct vsrv_conn *c)
 		 * draining, DRAIN_FIRST_MS (drain_keeps_reading). */
 		if (vsrv__draining(c->srv))
 			return c->idle_since + ms(DRAIN_FIRST_MS);
-		return c->idle_since + ms(c->first_done ? cfg->idle_timeout_ms : cfg->header_timeout_ms);
+		return c->idle_since + ms(c->first_done ? vsrv__live(c->srv, idle_timeout_ms) :
+							   vsrv__live(c->srv, header_timeout_ms));
 	default:
 		return 0;
 	}
@@ -403,7 +402,7 @@ static int64_t read_deadline(const struct vsrv_conn *c)
 
 static int64_t send_deadline(const struct vsrv_conn *c)
 {
-	return c->tx_busy ? c->tx_mark + ms(c->srv->cfg.send_timeout_ms) : 0;
+	return c->tx_busy ? c->tx_mark + ms(vsrv__live(c->srv, send_timeout_ms)) : 0;
 }
 
 /*

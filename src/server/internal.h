@@ -257,6 +257,12 @@ struct vsrv_writer {
 
 struct vsrv {
 	struct vsrv_config cfg;
+	/* The keys that may change while running (vsrv_set_live): read with
+	 * vsrv__live, never from cfg. Relaxed: see server.c's Ordering block. */
+	struct {
+		_Atomic uint32_t header_timeout_ms, body_timeout_ms, idle_timeout_ms;
+		_Atomic uint32_t send_timeout_ms, retry_after_s;
+	} live;
 	struct vrt *rt;
 	struct vio *io;
 	struct vhttp_limits limits;
@@ -355,6 +361,9 @@ static inline uint64_t vsrv__in_flight(const struct vsrv_conn *c)
 {
 	return c->next_seq - c->sent_seq;
 }
+
+/* A live key's current value (vsrv_set_live). */
+#define vsrv__live(srv, key) atomic_load_explicit(&(srv)->live.key, memory_order_relaxed)
 
 static inline bool vsrv__draining(const struct vsrv *srv)
 {

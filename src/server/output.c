@@ -231,7 +231,8 @@ void vsrv__respond_status(struct vsrv_conn *c, uint64_t seq, int status, uint8_t
 	r.version_minor = version_minor;
 	r.close = close || vsrv__closing(c->srv);
 	r.allow = allow;
-	if (status == 503 && c->srv->cfg.retry_after_s)
-		r.retry_after_s = (int)c->srv->cfg.retry_after_s;
+	unsigned retry_after_s = vsrv__live(c->srv, retry_after_s);
+	if (status == 503 && retry_after_s)
+		r.retry_after_s = (int)retry_after_s;
 	vsrv__respond(c, seq, &r, NULL, kind, head_only, t0);
 }

@@ -26,6 +26,10 @@
  * connection through the registry (a mutex, then vrt_task_wake, which
  * orders the store before the woken poll); tasks that read a stale value
  * merely finish one more step before they notice.
+ * srv->live (timeouts, Retry-After): the daemon stores them from any thread
+ * (vsrv_set_live), connections load them when they compute a deadline or a
+ * 503; relaxed both ways: each value stands alone, and a connection that
+ * reads the old one computes one deadline as of a moment earlier.
  * srv->conns_alive: relaxed counter; vsrv_stop only polls it for zero and
  * the tasks' memory is already released when it drops.
  */
@@ -349,6 +353,7 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 		return -ENOMEM;
 	memset(srv, 0, sizeof(*srv));
 	srv->cfg = *cfg;
+	vsrv_set_live(srv, cfg);
 	srv->rt = rt;
 	srv->io = io;
 	pthread_mutex_init(&srv->reg_mu, NULL);
@@ -466,6 +471,19 @@ bool vsrv_ready(const struct vsrv *srv)
 {
 	/* Relaxed: a status bit; see the Ordering block. */
 	return !atomic_load_explicit(&srv->unready, memory_order_relaxed);
+}
+
+int vsrv_set_live(struct vsrv *srv, const struct vsrv_config *cfg)
+{
+	if (!cfg->header_timeout_ms || !cfg->body_timeout_ms || !cfg->idle_timeout_ms || !cfg->send_timeout_ms)
+		return -EINVAL;
+	/* Relaxed: each value stands alone; see the Ordering block. */
+	atomic_store_explicit(&srv->live.header_timeout_ms, cfg->header_timeout_ms, memory_order_relaxed);
+	atomic_store_explicit(&srv->live.body_timeout_ms, cfg->body_timeout_ms, memory_order_relaxed);
+	atomic_store_explicit(&srv->live.idle_timeout_ms, cfg->idle_timeout_ms, memory_order_relaxed);
+	atomic_store_explicit(&srv->live.send_timeout_ms, cfg->send_timeout_ms, memory_order_relaxed);
+	atomic_store_explicit(&srv->live.retry_after_s, cfg->retry_after_s, memory_order_relaxed);
+	return 0;
 }
 
 void vsrv_set_alive(struct vsrv *srv, bool alive)

@@ -104,6 +104,16 @@ bool vsrv_draining(const struct vsrv *srv);
  */
 void vsrv_set_ready(struct vsrv *srv, bool ready);
 bool vsrv_ready(const struct vsrv *srv);
+
+/*
+ * The keys read per request, changed while running (the control socket's
+ * `set`, a reload): cfg's header_timeout_ms, body_timeout_ms,
+ * idle_timeout_ms, send_timeout_ms and retry_after_s are copied (the rest of
+ * cfg is ignored). Any thread, any time between vsrv_new and vsrv_free;
+ * connections use the new values for the deadlines and 503s they compute
+ * from then on. 0, or -EINVAL for a zero timeout.
+ */
+int vsrv_set_live(struct vsrv *srv, const struct vsrv_config *cfg);
 /* Liveness for /livez (any thread): false while a worker is stalled past
  * the daemon's fail threshold. Alive from vsrv_new. */
 void vsrv_set_alive(struct vsrv *srv, bool alive);

@@ -78,6 +78,8 @@ static void apply_live(struct vd_ctl *d)
 	vrt_set_global_interval(d->rt, cfg->scheduler.global_interval_min, cfg->scheduler.global_interval_max);
 	vrt_set_lifo_poll_cap(d->rt, cfg->scheduler.lifo_poll_cap);
 	vrt_set_budget(d->rt, cfg->scheduler.budget);
+	if (d->srv)
+		vsrv_set_live(d->srv, &cfg->server);
 	if (vrt_set_stall_warn_ms(d->rt, cfg->scheduler.stall_warn_ms) < 0 && cfg->scheduler.stall_warn_ms)
 		vb_warn("control.stall_warn_ms: the stall monitor was off at start; turning it on needs a restart");
 }

@@ -8,6 +8,7 @@ import json
 import os
 import socket
 import subprocess
+import time
 
 import pytest
 
@@ -25,7 +26,7 @@ def test_every_command_as_admin_matches_its_schema(daemon):
     with Ctl(d.control) as c:
         for cmd in ["ping", "version", "help", "stats", "stats workers", "stats server", "stats kinds",
                     "metrics", "hist echo", "hist sched", "hist poll 0", "stats runtime", "config", "config scheduler.budget log.level", "schema",
-                    "set scheduler.budget 100", "clear counters", "stats", "reload"]:
+                    "set scheduler.budget 100", "clear counters", "stats", "reload", "drain", "undrain"]:
             r = check(c.cmd(cmd))
             assert r["ok"] is True, (cmd, r)
         # one reply per command, errors included, on the same connection
@@ -193,3 +194,24 @@ def test_stale_socket_replaced_live_one_refused(daemon, tmp_path):
     assert r.returncode == 69, r.stderr
     assert "another voltd is answering on it" in r.stderr, r.stderr
     assert ctl(d, "ping")["pid"] == d.proc.pid
+
+
+def test_set_a_request_timeout_takes_effect(daemon):
+    """server.header_timeout_ms is read per request: after `set`, a client
+    that stops in the middle of its head gets its 408 after the new bound."""
+    d = daemon()
+    r = ctl(d, "set server.header_timeout_ms 300 stages.retry_after_s 7")
+    assert r["ok"] and [k["apply"] for k in r["keys"]] == ["live", "live"], r
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=10)
+    t0 = time.monotonic()
+    s.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n")
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    elapsed = time.monotonic() - t0
+    s.close()
+    assert data.startswith(b"HTTP/1.1 408"), data
+    assert 0.25 < elapsed < 5, elapsed  # the default is 10 s
