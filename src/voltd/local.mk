@@ -39,8 +39,8 @@ EXTRA_DIST += tests/integration/test_cli.py tests/integration/test_daemon_io.py 
 # The daemon's life (notify, activation, drain, restarts); NOTIFY_TESTS also
 # run in the --without-systemd build (scripts/test, build-nosd).
 NOTIFY_TESTS = tests/integration/test_notify.py
-TESTS += $(NOTIFY_TESTS) tests/integration/test_drain.py tests/integration/test_activation.py tests/integration/test_units.py
-EXTRA_DIST += $(NOTIFY_TESTS) tests/integration/test_drain.py tests/integration/test_activation.py tests/integration/test_units.py tests/integration/notifyutil.py
+TESTS += $(NOTIFY_TESTS) tests/integration/test_drain.py tests/integration/test_activation.py tests/integration/test_units.py tests/integration/test_haproxy.py
+EXTRA_DIST += $(NOTIFY_TESTS) tests/integration/test_drain.py tests/integration/test_activation.py tests/integration/test_units.py tests/integration/test_haproxy.py tests/integration/notifyutil.py contrib/haproxy/voltd.cfg
 
 dist_man_MANS += man/voltd.8 man/voltd.conf.5
 sysconf_voltddir = $(sysconfdir)/voltd
