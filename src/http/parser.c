@@ -617,6 +617,15 @@ size_t vhttp_parser_feed(struct vhttp_parser *p, const void *data, size_t len)
 	return len;
 }
 
+size_t vhttp_parser_body_held(const struct vhttp_parser *p)
+{
+	if (!p->req)
+		return 0;
+	if (p->req->has_content_length && p->req->content_length > p->body_cap)
+		return (size_t)p->req->content_length;
+	return p->body_cap;
+}
+
 size_t vhttp_parser_buffered(const struct vhttp_parser *p)
 {
 	return p->in_len - p->in_off;

@@ -146,6 +146,10 @@ void vhttp_parser_commit(struct vhttp_parser *p, size_t n);
 size_t vhttp_parser_feed(struct vhttp_parser *p, const void *data, size_t len);
 /* Unparsed bytes held (pipelined requests waiting for next()). */
 size_t vhttp_parser_buffered(const struct vhttp_parser *p);
+/* Bytes the body of the request being received needs (0 when none): the
+ * larger of its declared Content-Length and what is allocated for it;
+ * what a server counts against its memory budget. */
+size_t vhttp_parser_body_held(const struct vhttp_parser *p);
 
 enum vhttp_event {
 	VHTTP_EV_MORE = 0,  /* every buffered byte is parsed: read more */

@@ -136,7 +136,7 @@ static void conn_give_back(struct vsrv_conn *c)
 		if (!ws)
 			ws = cache_ws(c->srv);
 		ws = cache_ws(c->srv);
-		if (ws && ws->n_parsers < VSRV_CACHE) {
+		if (ws && ws->n_parsers < VSRV_PARSER_CACHE) {
 			vhttp_parser_reset(c->parser);
 			ws->parsers[ws->n_parsers++] = c->parser;
 		} else {
@@ -171,6 +171,40 @@ static enum vhttp_phase conn_parser_phase(const struct vsrv_conn *c)
 	return c->parser ? vhttp_parser_phase(c->parser) : VHTTP_PHASE_IDLE;
 }
 
+/* The parser's body buffer, charged to the budget as it grows. */
+static void conn_sync_held(struct vsrv_conn *c)
+{
+	size_t held = c->parser ? vhttp_parser_body_held(c->parser) : 0;
+
+	if (held != c->rx_held) {
+		vsrv__hold(c->srv, (int64_t)held - (int64_t)c->rx_held);
+		c->rx_held = held;
+	}
+}
+
+/*
+ * on_full = wait: may the connection read? Over max_inflight_bytes it
+ * reads nothing, unless the body under way is reserved already: a body is
+ * reserved whole (its Content-Length) before its first byte is read, so a
+ * body once started always completes and the budget cannot deadlock on
+ * half-read bodies. A chunked body is charged as it grows.
+ */
+static bool budget_blocks(struct vsrv_conn *c)
+{
+	size_t want;
+
+	if (c->srv->cfg.on_full != VSRV_ON_FULL_WAIT || c->lingering)
+		return false;
+	want = c->parser ? vhttp_parser_body_held(c->parser) : 0;
+	if (want && c->rx_held)
+		return false;
+	if (vsrv__over_budget(c->srv))
+		return true;
+	if (want)
+		conn_sync_held(c);
+	return false;
+}
+
 /* ------------------------------------------------------------- parsing */
 
 static bool ready_for_jobs(struct vsrv *srv)
@@ -201,7 +235,11 @@ static void dispatch(struct vsrv_conn *c, struct vsrv_job *job, uint8_t version_
 	struct vsrv *srv = c->srv;
 	enum vch_status st;
 
-	if (srv->cfg.on_full == VSRV_ON_FULL_WAIT) {
+	if (srv->cfg.on_full == VSRV_ON_FULL_SHED && job->held && vsrv__over_budget(srv)) {
+		VSRV_INC(srv, budget_shed);
+		VSRV_INC(srv, shed);
+		st = VCH_FULL;
+	} else if (srv->cfg.on_full == VSRV_ON_FULL_WAIT) {
 		st = send_job(c, job, true);
 		if (st == VCH_OK)
 			return;
@@ -258,6 +296,7 @@ static void on_request(struct vsrv_conn *c, struct vhttp_request *req, int64_t n
 		.alive = atomic_load_explicit(&srv->alive, memory_order_relaxed),
 	};
 	in.body = vhttp_request_take_body(req, &in.body_len);
+	size_t body_len = in.body_len;
 	rc = vjob_new(kind, &srv->jcfg, &in, &vj);
 	if (rc < 0) {
 		vsrv__respond_status(c, seq, 503, req->version_minor, close, kidx, head_only, NULL, now);
@@ -279,6 +318,12 @@ static void on_request(struct vsrv_conn *c, struct vhttp_request *req, int64_t n
 		goto out;
 	}
 	job->vj = vj;
+	if (body_len >= VSRV_HOLD_MIN) {
+		/* The body moved from the parser (released by conn_sync_held)
+		 * to the job, which holds it until the response is sent. */
+		job->held = body_len;
+		vsrv__hold(srv, (int64_t)body_len);
+	}
 	job->seq = seq;
 	job->t0 = now;
 	job->kind = (uint8_t)kidx;
@@ -492,6 +537,9 @@ static void conn_arm(struct vsrv_conn *c, int64_t now)
 {
 	int64_t want = dl_min(dl_min(read_deadline(c), send_deadline(c)), quiet_deadline(c));
 
+	if (c->budget_wait)
+		want = dl_min(want, now + VSRV_BUDGET_RECHECK_NS);
+
 	if (!want)
 		return;
 	if (c->tmr_at && c->tmr_at > now && c->tmr_at <= want)
@@ -510,6 +558,11 @@ static void conn_release(struct vsrv_conn *c)
 
 	/* Relaxed: advice, see the Ordering block. */
 	atomic_store_explicit(&c->dead, true, memory_order_relaxed);
+	if (c->rx_held) {
+		vsrv__hold(srv, -(int64_t)c->rx_held);
+		c->rx_held = 0;
+	}
+	c->budget_wait = false;
 	vio_timer_disarm(&c->tmr);
 	c->tmr_at = 0;
 	if (c->pending) {
@@ -783,6 +836,10 @@ static enum vrt_poll conn_poll(struct vrt_task *t)
 		}
 		if (!c->aborting && conn_parse(c, now))
 			progress = true;
+		/* A body's growth and its end (wait reserves in budget_blocks). */
+		if (c->rx_held || (c->srv->cfg.on_full == VSRV_ON_FULL_SHED && c->parser &&
+				   vhttp_parser_body_held(c->parser)))
+			conn_sync_held(c);
 		if (!c->tx_busy && !c->aborting) {
 			if (vsrv__batch_collect(c))
 				progress = true;
@@ -809,9 +866,16 @@ static enum vrt_poll conn_poll(struct vrt_task *t)
 			return conn_close_step(c);
 		}
 		if (!c->rx_busy && may_read(c)) {
-			p = conn_recv(c, &progress);
-			if (p == VRT_YIELD)
-				return p;
+			if (budget_blocks(c)) {
+				if (!c->budget_wait)
+					VSRV_INC(c->srv, budget_waits);
+				c->budget_wait = true; /* the timer looks again */
+			} else {
+				c->budget_wait = false;
+				p = conn_recv(c, &progress);
+				if (p == VRT_YIELD)
+					return p;
+			}
 		}
 		if (progress)
 			continue;

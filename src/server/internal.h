@@ -54,6 +54,7 @@
 	X(timeouts_header, timeouts_header) X(timeouts_body, timeouts_body) \
 	X(timeouts_idle, timeouts_idle) X(timeouts_send, timeouts_send) \
 	X(client_resets, client_resets) X(bytes_in, bytes_in) X(bytes_out, bytes_out) \
+	X(budget_waits, budget_waits) X(budget_shed, budget_shed) \
 	X(stage_parse, in_flight[VSRV_STAGE_PARSE]) X(stage_exec, in_flight[VSRV_STAGE_EXEC]) \
 	X(stage_write, in_flight[VSRV_STAGE_WRITE]) X(stage_send, in_flight[VSRV_STAGE_SEND])
 
@@ -67,6 +68,8 @@ enum vsrv_counter {
 /* Parsers, slot arrays and batches kept per worker for reuse (see
  * vsrv_wstats). */
 #define VSRV_CACHE 32
+/* Parsers are larger (two buffers of up to 16 KiB): fewer are kept. */
+#define VSRV_PARSER_CACHE 8
 /* A send that finishes quietly (no wakeup) is collected at the next
  * request, or by the timer this long after it started, so that an idle
  * connection gives its batch back. */
@@ -88,7 +91,7 @@ struct vsrv_wstats {
 	/* Parsers and reorder-slot arrays that idle connections gave back,
 	 * for the next connection that receives bytes on this worker; used by
 	 * this block's worker only (never the last block), freed by vsrv_free. */
-	struct vhttp_parser *parsers[VSRV_CACHE];
+	struct vhttp_parser *parsers[VSRV_PARSER_CACHE];
 	void *slots[VSRV_CACHE];
 	struct vsrv_batch *batches[VSRV_CACHE];
 	unsigned n_parsers, n_slots, n_batches;
@@ -117,6 +120,7 @@ struct vsrv_job {
 	bool keep_alive;
 	bool head_only;           /* HEAD: no body bytes */
 	bool close;               /* encoded with Connection: close */
+	size_t held;              /* bytes charged to srv->inflight (vsrv__hold) */
 	uint16_t head_len;
 	int status;
 	const uint8_t *body;      /* bytes after the head (vj's result) */
@@ -207,6 +211,8 @@ struct vsrv_conn {
 	void *rbuf;            /* where the recv under way writes */
 	size_t rroom;
 	int64_t tmr_at;        /* what tmr is armed for (0: not armed) */
+	size_t rx_held;        /* the parser's body bytes charged to srv->inflight */
+	bool budget_wait;      /* not reading: over max_inflight_bytes */
 	struct vio_timer tmr;  /* header/body/idle/send deadlines, lazily armed */
 	const char *close_reason; /* for the log, when requests are dropped */
 	struct vsrv_batch *out; /* taken for a response, given back when idle */
@@ -242,6 +248,13 @@ struct vsrv_exec {
 	bool rw_waiting;                     /* rw registered on `jobs` */
 	bool spawned;
 };
+
+/* Bodies below this are not charged to the budget (their number is
+ * bounded by max_connections x max_pipeline, and the per-request path of
+ * small requests stays free of the shared counter). */
+#define VSRV_HOLD_MIN 4096
+/* A connection waiting for the budget looks again this often. */
+#define VSRV_BUDGET_RECHECK_NS (20 * VB_NS_PER_MS)
 
 /* The sleeper heap's first size (it doubles as needed), and how often
  * sleepers of closed connections are swept out before their time. */
@@ -294,6 +307,10 @@ struct vsrv {
 	_Atomic bool draining;
 	_Atomic bool unready;      /* vsrv_set_ready(false) */
 	_Atomic bool alive;        /* vsrv_set_alive */
+	/* Body bytes held for requests and replies (max_inflight_bytes). Its
+	 * own line: written only by requests and replies with bodies. */
+	vb_cacheline_aligned _Atomic int64_t inflight;
+	int64_t inflight_max;      /* the budget (INT64_MAX: none) */
 
 	struct vsrv_wstats *ws;    /* [nworkers + 1] */
 
@@ -364,6 +381,20 @@ static inline uint64_t vsrv__in_flight(const struct vsrv_conn *c)
 
 /* A live key's current value (vsrv_set_live). */
 #define vsrv__live(srv, key) atomic_load_explicit(&(srv)->live.key, memory_order_relaxed)
+
+/* Charge (n > 0) or release (n < 0) body bytes against the budget.
+ * Relaxed: a count compared with a limit; nothing is published through
+ * it (a connection that misses a release looks again on its timer). */
+static inline void vsrv__hold(struct vsrv *srv, int64_t n)
+{
+	atomic_fetch_add_explicit(&srv->inflight, n, memory_order_relaxed);
+}
+
+static inline bool vsrv__over_budget(const struct vsrv *srv)
+{
+	/* Relaxed: see vsrv__hold. */
+	return atomic_load_explicit(&srv->inflight, memory_order_relaxed) >= srv->inflight_max;
+}
 
 static inline bool vsrv__draining(const struct vsrv *srv)
 {

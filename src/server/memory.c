@@ -7,6 +7,8 @@
  *    then not wedged between long-lived connection objects, so the pages
  *    they free are whole pages. The pool keeps its chunks (bounded by the
  *    peak of max_connections) until vsrv_free.
+ *  - Bodies of 64 KiB and more are mmap'd by malloc (a fixed
+ *    M_MMAP_THRESHOLD), so freeing one returns it to the system.
  *  - A trimming thread gives the free pages of malloc's arenas back
  *    (malloc_trim) once a second when the server freed something since
  *    the last look (connections closed, requests answered): after a burst
@@ -31,6 +33,12 @@
 
 void vsrv__mem_init(struct vsrv *srv)
 {
+	/* Bodies of 64 KiB and more are mapped memory, returned to the
+	 * system when freed. Setting the threshold also stops glibc from
+	 * raising it after each large free (its dynamic threshold kept
+	 * 146 MB of freed 1 MiB bodies after 200 slow clients left). */
+	mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+	mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
 	pthread_mutex_init(&srv->pool_mu, NULL);
 	pthread_mutex_init(&srv->trim_mu, NULL);
 	pthread_condattr_t ca;

@@ -358,6 +358,9 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 	srv->io = io;
 	pthread_mutex_init(&srv->reg_mu, NULL);
 	vsrv__mem_init(srv);
+	atomic_init(&srv->inflight, 0);
+	srv->inflight_max = cfg->max_inflight_bytes && cfg->max_inflight_bytes < INT64_MAX
+				    ? (int64_t)cfg->max_inflight_bytes : INT64_MAX;
 	atomic_init(&srv->conns_open, 0);
 	atomic_init(&srv->conns_alive, 0);
 	atomic_init(&srv->paused_n, 0);
@@ -665,6 +668,10 @@ const struct vb_metric vsrv_metrics[] = {
 	S(bytes_in, VB_METRIC_COUNTER, "bytes", "bytes received from clients"),
 	S(bytes_out, VB_METRIC_COUNTER, "bytes", "bytes sent to clients"),
 	S(draining, VB_METRIC_GAUGE, "", "1 once the server is draining"),
+	S(budget_waits, VB_METRIC_COUNTER, "", "times a connection stopped reading because max_inflight_bytes was reached"),
+	S(budget_shed, VB_METRIC_COUNTER, "", "requests answered 503 at once because max_inflight_bytes was reached"),
+	VB_METRIC_AS(struct vsrv_stats, inflight_bytes, "inflight", VB_METRIC_GAUGE, "bytes",
+		     "request and reply body bytes held now (max_inflight_bytes)"),
 };
 const size_t vsrv_metrics_n = VB_ARRAY_SIZE(vsrv_metrics);
 #undef S
@@ -741,6 +748,9 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 		ks->count = ks->lat.count;
 	}
 	out->draining = vsrv_draining(srv);
+	/* Relaxed: a gauge. */
+	int64_t held = atomic_load_explicit(&srv->inflight, memory_order_relaxed);
+	out->inflight_bytes = held > 0 ? (uint64_t)held : 0;
 	free(tmp);
 }
 

@@ -62,6 +62,9 @@ struct vsrv_config {
 	unsigned max_header_bytes;
 	unsigned max_body_bytes;
 	unsigned max_pipeline;          /* requests in flight per connection, 1..1024 */
+	/* bytes of request and reply bodies held at once, all connections:
+	 * over it, reading stops (wait) or jobs are answered 503 (shed) */
+	uint64_t max_inflight_bytes;
 	unsigned exec_tasks, write_tasks;
 	unsigned jobs_capacity, replies_capacity;
 	enum vsrv_on_full on_full;
@@ -172,7 +175,10 @@ struct vsrv_stats {
 	/* requests whose connection closed before their response went out */
 	uint64_t requests_dropped;
 	uint64_t results_dropped;   /* finished jobs whose connection was gone */
-	uint64_t shed;              /* 503 at once because jobs was full */
+	uint64_t shed;              /* 503 at once because jobs was full or over the budget */
+	uint64_t budget_waits;      /* times a connection stopped reading: over max_inflight_bytes */
+	uint64_t budget_shed;       /* 503 at once because over max_inflight_bytes (also in shed) */
+	uint64_t inflight_bytes;    /* body bytes held for requests and replies now */
 	uint64_t timeouts_header, timeouts_body, timeouts_idle, timeouts_send;
 	uint64_t client_resets;     /* connections ended by the peer mid-request/response */
 	uint64_t bytes_in, bytes_out;

@@ -70,6 +70,8 @@ struct vsrv_job *vsrv__job_new(struct vsrv_conn *c)
 void vsrv__job_free(struct vsrv *srv, struct vsrv_job *job)
 {
 	vsrv__job_stage(srv, job, VSRV_J_NONE);
+	if (job->held)
+		vsrv__hold(srv, -(int64_t)job->held);
 	vjob_free(job->vj);
 	if (job->conn)
 		vrt_task_unref(&job->conn->task); /* may drop the connection */
@@ -105,6 +107,12 @@ void vsrv__job_encode(struct vsrv *srv, struct vsrv_job *job)
 		job->status = res->status;
 		job->body = job->head_only ? NULL : res->body;
 		job->body_len = job->head_only ? 0 : res->body_len;
+		/* A large reply is held until sent: the budget counts the
+		 * larger of request and reply body (echo's are one buffer). */
+		if (res->body_len >= VSRV_HOLD_MIN && res->body_len > job->held) {
+			vsrv__hold(srv, (int64_t)(res->body_len - job->held));
+			job->held = res->body_len;
+		}
 	}
 	job->close = r.close;
 	job->head_len = (uint16_t)n;

@@ -92,6 +92,10 @@ static const struct vcfg_key schema[] = {
 	  "largest request body (413 above)" },
 	{ "server", "max_pipeline", VCFG_UINT, "64", 1, 1024, 0, NULL, F(server.max_pipeline),
 	  "requests in flight per connection" },
+	{ "server", "max_inflight_bytes", VCFG_U64, "auto", 1048576, 1ull << 40, VCFG_F_AUTO, NULL,
+	  F(server.max_inflight_bytes),
+	  "body bytes held for requests and replies at once; over it as when jobs is full (wait or 503); "
+	  "auto = RAM/4, 64 MiB..4 GiB" },
 	{ "server", "drain_timeout_ms", VCFG_UINT, "10000", 1, 3600000, 0, NULL, F(server.drain_timeout_ms),
 	  "on SIGTERM, time to finish in-flight requests before connections are cut" },
 	{ "server", "shutdown_delay_ms", VCFG_UINT, "0", 0, 3600000, 0, NULL, F(life.shutdown_delay_ms),
@@ -447,7 +451,10 @@ void vcfg_format(const struct vcfg *cfg, const struct vcfg_key *k, char *buf, si
 			snprintf(buf, len, "%u", *(const unsigned *)field);
 		break;
 	case VCFG_U64:
-		snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)field);
+		if ((k->flags & VCFG_F_AUTO) && *(const uint64_t *)field == VCFG_AUTO)
+			snprintf(buf, len, "auto");
+		else
+			snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)field);
 		break;
 	case VCFG_ENUM: {
 		int v = *(const int *)field - (k->choices == level_names ? LOG_ERR : 0);
@@ -764,4 +771,9 @@ void vcfg_resolve(struct vcfg *cfg)
 		cfg->server.exec_tasks = 4 * cfg->scheduler.workers;
 	if (cfg->server.write_tasks == VCFG_AUTO)
 		cfg->server.write_tasks = 2 * cfg->scheduler.workers;
+	if (cfg->server.max_inflight_bytes == VCFG_AUTO) {
+		long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+		uint64_t q = pages > 0 && psz > 0 ? (uint64_t)pages * (uint64_t)psz / 4 : 256ull << 20;
+		cfg->server.max_inflight_bytes = q > (4ull << 30) ? 4ull << 30 : q < (64ull << 20) ? 64ull << 20 : q;
+	}
 }

@@ -127,7 +127,10 @@ def test_send_timeout_on_a_client_that_never_reads(voltd):
     # A 4 MiB answer to a client that reads nothing: the send cannot
     # finish; within two send timeouts without progress the connection is
     # cut and counted.
-    d = voltd(*TIMEOUTS, "-s", "server.max_body_bytes=8388608", "-s", "server.send_timeout_ms=500")
+    # (a body timeout of its own: 4 MiB may take more than 400 ms to arrive
+    # on a loaded machine)
+    d = voltd(*TIMEOUTS, "-s", "server.max_body_bytes=8388608", "-s", "server.send_timeout_ms=500",
+              "-s", "server.body_timeout_ms=10000")
     s = connect(d.port)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     body = b"z" * (4 << 20)
