@@ -7,6 +7,7 @@ libvolt_a_SOURCES += \
 	src/base/metric.c src/base/metric.h \
 	src/base/query.c src/base/query.h \
 	src/base/rng.h \
+	src/base/strlist.c src/base/strlist.h \
 	src/base/time.h
 libvolt_a_SOURCES += src/base/histogram.c src/base/histogram.h
 

@@ -33,11 +33,11 @@ json_t *vctl__error(const char *code, const char *fmt, ...)
 			 "code", code);
 }
 
-static json_t *string_array(const struct vctl_list *l)
+static json_t *string_array(const struct vb_strlist *l)
 {
 	json_t *a = json_array();
 	for (size_t i = 0; a && i < l->n; i++)
-		json_array_append_new(a, json_string(l->item[i]));
+		json_array_append_new(a, json_string(l->msg[i]));
 	return a;
 }
 
@@ -180,7 +180,7 @@ static json_t *cmd_schema(struct vctl *ctl, const struct vctl_peer *peer, int ar
 static json_t *cmd_set(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
 {
 	const struct vctl_hooks *h = &ctl->hooks;
-	struct vctl_list errors = { 0 };
+	struct vb_strlist errors = { 0 };
 
 	if (argc < 3 || (argc - 1) % 2)
 		return vctl__error("usage", "usage: set KEY VALUE [KEY VALUE]...");
@@ -194,12 +194,12 @@ static json_t *cmd_set(struct vctl *ctl, const struct vctl_peer *peer, int argc,
 	}
 	if (h->config_set(h->ctx, n, keys, values, &errors) < 0) {
 		json_t *e = vctl__error("invalid", "set: nothing changed: %s",
-					errors.n ? errors.item[0] : "rejected");
+					errors.n ? errors.msg[0] : "rejected");
 		json_object_set_new(e, "errors", string_array(&errors));
-		vctl_list_fini(&errors);
+		vb_strlist_fini(&errors);
 		return e;
 	}
-	vctl_list_fini(&errors);
+	vb_strlist_fini(&errors);
 	json_t *a = json_array();
 	for (size_t i = 0; i < n; i++) {
 		struct vctl_config_item it;
@@ -226,7 +226,7 @@ static json_t *cmd_clear(struct vctl *ctl, const struct vctl_peer *peer, int arg
 static json_t *cmd_reload(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
 {
 	const struct vctl_hooks *h = &ctl->hooks;
-	struct vctl_list changed = { 0 }, restart = { 0 }, errors = { 0 };
+	struct vb_strlist changed = { 0 }, restart = { 0 }, errors = { 0 };
 	json_t *ret = NULL;
 
 	if (argc != 1)
@@ -240,9 +240,9 @@ static json_t *cmd_reload(struct vctl *ctl, const struct vctl_peer *peer, int ar
 		json_object_set_new(r, "changed", string_array(&changed));
 		json_object_set_new(r, "restart_needed", string_array(&restart));
 	}
-	vctl_list_fini(&changed);
-	vctl_list_fini(&restart);
-	vctl_list_fini(&errors);
+	vb_strlist_fini(&changed);
+	vb_strlist_fini(&restart);
+	vb_strlist_fini(&errors);
 	return ret;
 }
 

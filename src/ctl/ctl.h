@@ -24,6 +24,7 @@
 #include <sys/socket.h>
 
 #include "base/metric.h"
+#include "base/strlist.h"
 
 struct vio;
 struct vrt;
@@ -66,15 +67,6 @@ struct vctl_config_item {
 	const char *doc;
 };
 
-/* Result lists of `set` and `reload`; strings malloc'd, freed by
- * vctl_list_fini. */
-struct vctl_list {
-	char **item;
-	size_t n, cap;
-};
-int vctl_list_add(struct vctl_list *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void vctl_list_fini(struct vctl_list *l);
-
 /*
  * What the daemon does for the control plane. Every callback runs on the
  * control thread, never concurrently with another callback of the same
@@ -90,13 +82,13 @@ struct vctl_hooks {
 	 * one line per problem in *errors (nothing changed). A key that cannot
 	 * change live is an error. */
 	int (*config_set)(void *ctx, size_t n, char *const *keys, char *const *values,
-			  struct vctl_list *errors);
+			  struct vb_strlist *errors);
 	/* Re-read the configuration file as SIGHUP does. 0 with the keys
 	 * whose value changed in *changed (live ones applied) and those that
 	 * need a restart in *restart; < 0 with the file's "FILE:LINE: key:
 	 * problem" lines in *errors (the running configuration is kept). */
-	int (*reload)(void *ctx, struct vctl_list *changed, struct vctl_list *restart,
-		      struct vctl_list *errors);
+	int (*reload)(void *ctx, struct vb_strlist *changed, struct vb_strlist *restart,
+		      struct vb_strlist *errors);
 	/* Turn not-ready (/readyz 503) or ready again. 0 or -errno. */
 	int (*drain)(void *ctx, bool on);
 	/* Build facts for `version` and voltd_build_info (static strings). */

@@ -25,7 +25,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -51,42 +50,6 @@ struct vctl_client {
 
 /* epoll data of the listeners and the eventfd (clients carry a pointer). */
 static char tag_ctl, tag_metrics, tag_stop;
-
-/* ------------------------------------------------------------ lists */
-
-int vctl_list_add(struct vctl_list *l, const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
-	va_end(ap);
-	if (!s)
-		return -ENOMEM;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 8;
-		char **m = realloc(l->item, cap * sizeof(*m));
-		if (!m) {
-			free(s);
-			return -ENOMEM;
-		}
-		l->item = m;
-		l->cap = cap;
-	}
-	l->item[l->n++] = s;
-	return 0;
-}
-
-void vctl_list_fini(struct vctl_list *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->item[i]);
-	free(l->item);
-	l->item = NULL;
-	l->n = l->cap = 0;
-}
 
 int vctl_group_gid(const char *name, unsigned *gid)
 {

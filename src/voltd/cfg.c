@@ -164,40 +164,16 @@ const struct vcfg_key *vcfg_key_find(const char *section, const char *name)
 
 /* ------------------------------------------------------------------ errors */
 
-static void add_err(struct vcfg_errors *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_err(struct vcfg_errors *e, const char *fmt, ...)
+static void add_err(struct vb_strlist *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_err(struct vb_strlist *e, const char *fmt, ...)
 {
 	va_list ap;
-	char *s = NULL;
 
 	if (!e)
 		return;
 	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) < 0)
-		s = NULL;
+	(void)vb_strlist_vadd(e, fmt, ap); /* out of memory: the message is lost, the count is not */
 	va_end(ap);
-	if (!s)
-		return;
-	if (e->n == e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 8;
-		char **m = realloc(e->msg, cap * sizeof(*m));
-		if (!m) {
-			free(s);
-			return;
-		}
-		e->msg = m;
-		e->cap = cap;
-	}
-	e->msg[e->n++] = s;
-}
-
-void vcfg_errors_fini(struct vcfg_errors *e)
-{
-	for (size_t i = 0; i < e->n; i++)
-		free(e->msg[i]);
-	free(e->msg);
-	e->msg = NULL;
-	e->n = e->cap = 0;
 }
 
 /* ------------------------------------------------------------------ values */
@@ -271,10 +247,10 @@ static bool is_pow2(uint64_t v)
 #define KEYFMT "%s: %s.%s: "
 
 static int set_value(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
-		     const char *where, struct vcfg_errors *err);
+		     const char *where, struct vb_strlist *err);
 
 int vcfg_set(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
-	     const char *where, struct vcfg_errors *err)
+	     const char *where, struct vb_strlist *err)
 {
 	int rc = set_value(cfg, k, value, where, err);
 	if (rc == 0) {
@@ -288,7 +264,7 @@ int vcfg_set(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
 }
 
 static int set_value(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
-		     const char *where, struct vcfg_errors *err)
+		     const char *where, struct vb_strlist *err)
 {
 	char *field = (char *)cfg + k->offset;
 	uint64_t v;
@@ -555,7 +531,7 @@ static const char *suggest(const char *section, const char *key, char *buf, size
 
 struct load_ctx {
 	struct vcfg *cfg;
-	struct vcfg_errors *err;
+	struct vb_strlist *err;
 	const char *name;
 	int errors;
 	/* line reader state */
@@ -671,7 +647,7 @@ static int load(struct load_ctx *c)
 	return c->errors;
 }
 
-int vcfg_load_file(struct vcfg *cfg, const char *path, struct vcfg_errors *err)
+int vcfg_load_file(struct vcfg *cfg, const char *path, struct vb_strlist *err)
 {
 	struct load_ctx c = { .cfg = cfg, .err = err, .name = path };
 
@@ -685,13 +661,13 @@ int vcfg_load_file(struct vcfg *cfg, const char *path, struct vcfg_errors *err)
 	return n;
 }
 
-int vcfg_load_string(struct vcfg *cfg, const char *name, const char *text, struct vcfg_errors *err)
+int vcfg_load_string(struct vcfg *cfg, const char *name, const char *text, struct vb_strlist *err)
 {
 	struct load_ctx c = { .cfg = cfg, .err = err, .name = name, .text = text };
 	return load(&c);
 }
 
-int vcfg_override(struct vcfg *cfg, const char *assignment, struct vcfg_errors *err)
+int vcfg_override(struct vcfg *cfg, const char *assignment, struct vb_strlist *err)
 {
 	char section[64], key[64], sug[96];
 	const char *dot = strchr(assignment, '.');
@@ -716,7 +692,7 @@ int vcfg_override(struct vcfg *cfg, const char *assignment, struct vcfg_errors *
 	return vcfg_set(cfg, k, eq + 1, "-s", err) < 0 ? 1 : 0;
 }
 
-int vcfg_validate(const struct vcfg *cfg, const char *where, struct vcfg_errors *err)
+int vcfg_validate(const struct vcfg *cfg, const char *where, struct vb_strlist *err)
 {
 	int n = 0;
 

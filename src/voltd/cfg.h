@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <sys/socket.h>
 
+#include "base/strlist.h"
 #include "io/io.h"
 #include "rt/rt.h"
 #include "server/server.h"
@@ -100,31 +101,27 @@ const struct vcfg_key *vcfg_schema(size_t *n);
 const struct vcfg_key *vcfg_key_find(const char *section, const char *name);
 
 /*
- * Error list: every problem found, each one line
- * "FILE:LINE: section.key: problem". Caller-owned; vcfg_errors_fini frees.
+ * Errors go to a struct vb_strlist (base/strlist.h): every problem found,
+ * each one line "FILE:LINE: section.key: problem". Caller-owned;
+ * vb_strlist_fini frees.
  */
-struct vcfg_errors {
-	char **msg;
-	size_t n, cap;
-};
-void vcfg_errors_fini(struct vcfg_errors *e);
 
 /* All defaults ("auto" left as VCFG_AUTO). */
 void vcfg_defaults(struct vcfg *cfg);
 /* Read FILE over cfg. Returns the number of errors added (0 = fine). A file
  * that cannot be opened is one error. */
-int vcfg_load_file(struct vcfg *cfg, const char *path, struct vcfg_errors *err);
+int vcfg_load_file(struct vcfg *cfg, const char *path, struct vb_strlist *err);
 /* Same from a string (tests); `name` stands for the file name in messages. */
 int vcfg_load_string(struct vcfg *cfg, const char *name, const char *text,
-		     struct vcfg_errors *err);
+		     struct vb_strlist *err);
 /* Apply "section.key=value" (the -s option). Returns errors added. */
-int vcfg_override(struct vcfg *cfg, const char *assignment, struct vcfg_errors *err);
+int vcfg_override(struct vcfg *cfg, const char *assignment, struct vb_strlist *err);
 /* Set one key from its text form; 0 or -EINVAL with a message in err
  * (prefixed by `where`, e.g. "FILE:LINE"). */
 int vcfg_set(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
-	     const char *where, struct vcfg_errors *err);
+	     const char *where, struct vb_strlist *err);
 /* Cross-key rules. Returns errors added. */
-int vcfg_validate(const struct vcfg *cfg, const char *where, struct vcfg_errors *err);
+int vcfg_validate(const struct vcfg *cfg, const char *where, struct vb_strlist *err);
 /* Copy the values (and sources) of every live-tunable key (VCFG_F_LIVE)
  * from src. */
 void vcfg_copy_live(struct vcfg *dst, const struct vcfg *src);

@@ -139,10 +139,10 @@ static const struct vcfg_key *key_by_name(const char *key)
 	return vcfg_key_find(section, dot + 1);
 }
 
-static int config_set(void *ctx, size_t n, char *const *keys, char *const *values, struct vctl_list *errors)
+static int config_set(void *ctx, size_t n, char *const *keys, char *const *values, struct vb_strlist *errors)
 {
 	struct vd_ctl *d = ctx;
-	struct vcfg_errors err = { 0 };
+	struct vb_strlist err = { 0 };
 	struct vcfg *next = malloc(sizeof(*next));
 	int rc = 0;
 
@@ -153,10 +153,10 @@ static int config_set(void *ctx, size_t n, char *const *keys, char *const *value
 	for (size_t i = 0; i < n; i++) {
 		const struct vcfg_key *k = key_by_name(keys[i]);
 		if (!k) {
-			vctl_list_add(errors, "%s: unknown key", keys[i]);
+			vb_strlist_add(errors, "%s: unknown key", keys[i]);
 			rc = -EINVAL;
 		} else if (!(k->flags & VCFG_F_LIVE)) {
-			vctl_list_add(errors, "%s: cannot change while running (restart-only); edit the file and restart",
+			vb_strlist_add(errors, "%s: cannot change while running (restart-only); edit the file and restart",
 				      keys[i]);
 			rc = -EINVAL;
 		} else if (vcfg_set(next, k, values[i], "set", &err) < 0) {
@@ -166,7 +166,7 @@ static int config_set(void *ctx, size_t n, char *const *keys, char *const *value
 	if (rc == 0 && vcfg_validate(next, "set", &err) > 0)
 		rc = -EINVAL;
 	for (size_t i = 0; i < err.n; i++)
-		vctl_list_add(errors, "%s", err.msg[i]);
+		vb_strlist_add(errors, "%s", err.msg[i]);
 	if (rc == 0) {
 		vcfg_copy_live(d->cfg, next);
 		apply_live(d);
@@ -174,15 +174,15 @@ static int config_set(void *ctx, size_t n, char *const *keys, char *const *value
 			vb_notice("control: set %s = %s", keys[i], values[i]);
 	}
 	pthread_mutex_unlock(&d->mu);
-	vcfg_errors_fini(&err);
+	vb_strlist_fini(&err);
 	free(next);
 	return rc;
 }
 
-int vd_ctl_reload(struct vd_ctl *d, struct vctl_list *changed, struct vctl_list *restart,
-		  struct vctl_list *errors)
+int vd_ctl_reload(struct vd_ctl *d, struct vb_strlist *changed, struct vb_strlist *restart,
+		  struct vb_strlist *errors)
 {
-	struct vcfg_errors err = { 0 };
+	struct vb_strlist err = { 0 };
 	struct vcfg *next = malloc(sizeof(*next));
 	char a[VCFG_MAX_LISTEN * 64], b[VCFG_MAX_LISTEN * 64];
 	size_t n;
@@ -194,7 +194,7 @@ int vd_ctl_reload(struct vd_ctl *d, struct vctl_list *changed, struct vctl_list 
 	pthread_mutex_lock(&d->mu);
 	if (d->load(d->load_ctx, next, &err) > 0) {
 		for (size_t i = 0; i < err.n; i++)
-			vctl_list_add(errors, "%s", err.msg[i]);
+			vb_strlist_add(errors, "%s", err.msg[i]);
 		rc = -EINVAL;
 		goto unlock;
 	}
@@ -205,39 +205,39 @@ int vd_ctl_reload(struct vd_ctl *d, struct vctl_list *changed, struct vctl_list 
 		if (strcmp(a, b) == 0)
 			continue;
 		if (schema[i].flags & VCFG_F_LIVE)
-			vctl_list_add(changed, "%s.%s", schema[i].section, schema[i].name);
+			vb_strlist_add(changed, "%s.%s", schema[i].section, schema[i].name);
 		else
-			vctl_list_add(restart, "%s.%s", schema[i].section, schema[i].name);
+			vb_strlist_add(restart, "%s.%s", schema[i].section, schema[i].name);
 	}
 	vcfg_copy_live(d->cfg, next);
 	apply_live(d);
 unlock:
 	pthread_mutex_unlock(&d->mu);
-	vcfg_errors_fini(&err);
+	vb_strlist_fini(&err);
 	free(next);
 	return rc;
 }
 
-static int reload_hook(void *ctx, struct vctl_list *changed, struct vctl_list *restart, struct vctl_list *errors)
+static int reload_hook(void *ctx, struct vb_strlist *changed, struct vb_strlist *restart, struct vb_strlist *errors)
 {
 	int rc = vd_ctl_reload(ctx, changed, restart, errors);
 	vd_ctl_log_reload("control: reload", rc, changed, restart, errors);
 	return rc;
 }
 
-void vd_ctl_log_reload(const char *who, int rc, const struct vctl_list *changed,
-		       const struct vctl_list *restart, const struct vctl_list *errors)
+void vd_ctl_log_reload(const char *who, int rc, const struct vb_strlist *changed,
+		       const struct vb_strlist *restart, const struct vb_strlist *errors)
 {
 	if (rc < 0) {
 		for (size_t i = 0; i < errors->n; i++)
-			vb_err("%s: %s", who, errors->item[i]);
+			vb_err("%s: %s", who, errors->msg[i]);
 		vb_err("%s: configuration has errors; keeping the running one", who);
 		return;
 	}
 	for (size_t i = 0; i < changed->n; i++)
-		vb_notice("%s: %s changed (applied)", who, changed->item[i]);
+		vb_notice("%s: %s changed (applied)", who, changed->msg[i]);
 	for (size_t i = 0; i < restart->n; i++)
-		vb_warn("%s: %s changed in the file but needs a restart", who, restart->item[i]);
+		vb_warn("%s: %s changed in the file but needs a restart", who, restart->msg[i]);
 	vb_notice("%s: configuration re-read (%zu live keys changed, %zu need a restart)", who, changed->n,
 		  restart->n);
 }

@@ -17,7 +17,7 @@ struct vsrv;
 struct vd_life;
 
 /* Read the configuration again (defaults, file, -s): errors added. */
-typedef int vd_ctl_load_fn(void *ctx, struct vcfg *next, struct vcfg_errors *err);
+typedef int vd_ctl_load_fn(void *ctx, struct vcfg *next, struct vb_strlist *err);
 
 struct vd_ctl {
 	pthread_mutex_t mu;   /* guards *cfg, rt, srv */
@@ -42,10 +42,10 @@ int vd_ctl_config(const struct vcfg *cfg, struct vctl_config *out);
 /* Fill the hooks (ctx = d); version facts are the caller's to add. */
 void vd_ctl_hooks(struct vd_ctl *d, struct vctl_hooks *h);
 /* Re-read the file; apply live keys; list what changed (see ctl.h). */
-int vd_ctl_reload(struct vd_ctl *d, struct vctl_list *changed, struct vctl_list *restart,
-		  struct vctl_list *errors);
+int vd_ctl_reload(struct vd_ctl *d, struct vb_strlist *changed, struct vb_strlist *restart,
+		  struct vb_strlist *errors);
 /* Log a reload's outcome, each line prefixed by `who`. */
-void vd_ctl_log_reload(const char *who, int rc, const struct vctl_list *changed,
-		       const struct vctl_list *restart, const struct vctl_list *errors);
+void vd_ctl_log_reload(const char *who, int rc, const struct vb_strlist *changed,
+		       const struct vb_strlist *restart, const struct vb_strlist *errors);
 
 #endif

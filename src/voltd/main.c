@@ -126,7 +126,7 @@ static int parse_args(int argc, char **argv, struct vd_opts *o)
  * the cross-key rules. Without -c, a missing default file means "embedded
  * defaults" (scripts/run relies on it); with -c it is an error.
  */
-static int load_config(const struct vd_opts *o, struct vcfg *cfg, struct vcfg_errors *err,
+static int load_config(const struct vd_opts *o, struct vcfg *cfg, struct vb_strlist *err,
 		       bool *used_file)
 {
 	int n = 0;
@@ -145,7 +145,7 @@ static int load_config(const struct vd_opts *o, struct vcfg *cfg, struct vcfg_er
 	return n;
 }
 
-static void print_errors(const struct vcfg_errors *err)
+static void print_errors(const struct vb_strlist *err)
 {
 	for (size_t i = 0; i < err->n; i++)
 		fprintf(stderr, "%s\n", err->msg[i]);
@@ -209,7 +209,7 @@ static int signals_block(sigset_t *set)
 }
 
 /* The configuration as it would be read now (SIGHUP, `reload`). */
-static int reload_load(void *ctx, struct vcfg *next, struct vcfg_errors *err)
+static int reload_load(void *ctx, struct vcfg *next, struct vb_strlist *err)
 {
 	bool used_file;
 	return load_config(ctx, next, err, &used_file);
@@ -222,13 +222,13 @@ static int reload_load(void *ctx, struct vcfg *next, struct vcfg_errors *err)
 static void reload(void *ctx)
 {
 	struct vd_ctl *dctl = ctx;
-	struct vctl_list changed = { 0 }, restart = { 0 }, errors = { 0 };
+	struct vb_strlist changed = { 0 }, restart = { 0 }, errors = { 0 };
 
 	int rc = vd_ctl_reload(dctl, &changed, &restart, &errors);
 	vd_ctl_log_reload("reload", rc, &changed, &restart, &errors);
-	vctl_list_fini(&changed);
-	vctl_list_fini(&restart);
-	vctl_list_fini(&errors);
+	vb_strlist_fini(&changed);
+	vb_strlist_fini(&restart);
+	vb_strlist_fini(&errors);
 }
 
 /* Socket activation (LISTEN_FDS): the HTTP listeners ("http", or unnamed)
@@ -413,7 +413,7 @@ int main(int argc, char **argv)
 {
 	struct vd_opts opts = { 0 };
 	struct vcfg cfg;
-	struct vcfg_errors err = { 0 };
+	struct vb_strlist err = { 0 };
 	struct vio *io = NULL;
 	struct vrt *rt = NULL;
 	struct vsrv *srv = NULL;
@@ -432,10 +432,10 @@ int main(int argc, char **argv)
 	/* Rung 1: configuration. Nothing starts on a bad one. */
 	if (load_config(&opts, &cfg, &err, &used_file) > 0) {
 		print_errors(&err);
-		vcfg_errors_fini(&err);
+		vb_strlist_fini(&err);
 		return EX_CONFIG;
 	}
-	vcfg_errors_fini(&err);
+	vb_strlist_fini(&err);
 	if (opts.test_only) {
 		if (opts.dump)
 			vcfg_dump(&cfg, stdout);

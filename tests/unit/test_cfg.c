@@ -21,7 +21,7 @@
 #include "voltd/cfg.h"
 #include "tests/helpers/test_config.h"
 
-static int load(struct vcfg *cfg, const char *text, struct vcfg_errors *err)
+static int load(struct vcfg *cfg, const char *text, struct vb_strlist *err)
 {
 	vcfg_defaults(cfg);
 	return vcfg_load_string(cfg, "t.conf", text, err);
@@ -31,7 +31,7 @@ static int load(struct vcfg *cfg, const char *text, struct vcfg_errors *err)
 static void expect_one_error(const char *text, const char *want)
 {
 	struct vcfg cfg;
-	struct vcfg_errors err = { 0 };
+	struct vb_strlist err = { 0 };
 	int n = load(&cfg, text, &err);
 
 	if (n != 1 || err.n != 1 || !strstr(err.msg[0], want)) {
@@ -40,13 +40,13 @@ static void expect_one_error(const char *text, const char *want)
 		print_error("want one error containing: %s\n", want);
 		fail();
 	}
-	vcfg_errors_fini(&err);
+	vb_strlist_fini(&err);
 }
 
 static void test_good_file(void **state)
 {
 	struct vcfg cfg;
-	struct vcfg_errors err = { 0 };
+	struct vb_strlist err = { 0 };
 	const char *text =
 		"# comment\n"
 		"[scheduler]\n"
@@ -252,7 +252,7 @@ static void test_syntax_error(void **state)
 static void test_several_errors_all_reported(void **state)
 {
 	struct vcfg cfg;
-	struct vcfg_errors err = { 0 };
+	struct vb_strlist err = { 0 };
 
 	(void)state;
 	assert_int_equal(load(&cfg, "[scheduler]\nworkers = 0\nbudget = x\n[nope]\na = 1\n", &err), 3);
@@ -260,13 +260,13 @@ static void test_several_errors_all_reported(void **state)
 	assert_non_null(strstr(err.msg[0], "t.conf:2:"));
 	assert_non_null(strstr(err.msg[1], "t.conf:3:"));
 	assert_non_null(strstr(err.msg[2], "t.conf:5:"));
-	vcfg_errors_fini(&err);
+	vb_strlist_fini(&err);
 }
 
 static void test_indented_key_is_a_key(void **state)
 {
 	struct vcfg cfg;
-	struct vcfg_errors err = { 0 };
+	struct vb_strlist err = { 0 };
 
 	(void)state;
 	assert_int_equal(load(&cfg, "[scheduler]\n  workers = 2\n  budget = 9\n", &err), 0);
@@ -277,7 +277,7 @@ static void test_indented_key_is_a_key(void **state)
 static void test_overrides(void **state)
 {
 	struct vcfg cfg;
-	struct vcfg_errors err = { 0 };
+	struct vb_strlist err = { 0 };
 
 	(void)state;
 	assert_int_equal(load(&cfg, "[scheduler]\nbudget = 9\n", &err), 0);
@@ -296,25 +296,25 @@ static void test_overrides(void **state)
 	assert_int_equal(vcfg_override(&cfg, "nodot=1", &err), 1);
 	assert_non_null(strstr(err.msg[2], "expected SECTION.KEY=VALUE"));
 	assert_int_equal(cfg.scheduler.budget, 77); /* failed overrides change nothing */
-	vcfg_errors_fini(&err);
+	vb_strlist_fini(&err);
 }
 
 static void test_missing_file(void **state)
 {
 	struct vcfg cfg;
-	struct vcfg_errors err = { 0 };
+	struct vb_strlist err = { 0 };
 
 	(void)state;
 	vcfg_defaults(&cfg);
 	assert_int_equal(vcfg_load_file(&cfg, "/nonexistent/voltd.conf", &err), 1);
 	assert_non_null(strstr(err.msg[0], "/nonexistent/voltd.conf: cannot open: No such file or directory"));
-	vcfg_errors_fini(&err);
+	vb_strlist_fini(&err);
 }
 
 static void test_dump_roundtrip(void **state)
 {
 	struct vcfg a, b;
-	struct vcfg_errors err = { 0 };
+	struct vb_strlist err = { 0 };
 	char *text = NULL;
 	size_t len = 0;
 
