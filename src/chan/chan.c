@@ -590,10 +590,22 @@ enum vch_status vch_recv_timed(struct vch *ch, uint64_t *value, int64_t timeout_
 			  timeout_ns < 0 ? -1 : vb_now_ns() + timeout_ns);
 }
 
+/*
+ * vch_send / vch_recv look at their slot first (slot_ready) and attempt only
+ * when it is ready; otherwise they go straight to block_wait, whose spin
+ * phase looks at the same slot. An attempt on a slot that is not ready reads
+ * the other side's word to tell "full/empty" from "claimed, not finished",
+ * which takes that line out of the other side's cache just before it writes
+ * it (one more transfer on the path of every ping-pong hop). Close is still
+ * seen: by send_attempt for a sender (slot_ready reports the closed bit), by
+ * the attempts of phase 2 for a receiver (a few us later).
+ */
 enum vch_status vch_send(struct vch *ch, uint64_t value)
 {
-	enum vch_status r = send_attempt(ch, value);
+	enum vch_status r = VCH_FULL;
 
+	if (vb_likely(slot_ready(ch, VCH_DIR_SEND)))
+		r = send_attempt(ch, value);
 	if (vb_likely(r == VCH_OK)) {
 		vch__waitq_notify(&ch->recvq);
 		return r;
@@ -607,7 +619,10 @@ enum vch_status vch_send(struct vch *ch, uint64_t value)
 
 enum vch_status vch_recv(struct vch *ch, uint64_t *value)
 {
-	enum vch_status r = recv_attempt(ch, value);
+	enum vch_status r = VCH_EMPTY;
+
+	if (vb_likely(slot_ready(ch, VCH_DIR_RECV)))
+		r = recv_attempt(ch, value);
 
 	if (vb_likely(r == VCH_OK)) {
 		vch__waitq_notify(&ch->sendq);

@@ -86,7 +86,8 @@ bool vch_is_closed(const struct vch *ch);
  * 64 PAUSEs (~1.5 us) later, so values arrive in runs instead of one cache-
  * line chase per message; a lone value resets it (chan.c explains the rule).
  * Timeouts are checked between the phases, so a _timed call may overrun a
- * sub-3-us timeout by the spin phase. The async forms neither spin nor batch.
+ * sub-3-us timeout by the spin phase; likewise a receiver that found the
+ * ring empty notices a close only after its spin phase (a few us). The async forms neither spin nor batch.
  * send: OK / CLOSED; recv: OK / CLOSED. The _timed forms also return
  * TIMEDOUT after timeout_ns (< 0: no limit).
  */
