@@ -10,7 +10,7 @@
  * stall_warn_ms / 2 (10 ms .. 1 s); a poll is first "seen" at a tick and
  * confirmed at the next one with the same count, so the age it reports is a
  * lower bound (the poll began up to one tick earlier). The thread's CPU time
- * over the confirmed window tells a spinning task (at least 1/8 of the wall
+ * over the confirmed window tells a spinning task (at least 1/16 of the wall
  * time on CPU) from a thread that sleeps in the poll (state S or D in
  * /proc: a blocking call; flagged too) and from a runnable thread that gets
  * no CPU (state R, little CPU: the machine is overloaded; not a stall of
@@ -224,7 +224,7 @@ static enum vrt_stall_kind classify(struct vrt *rt, struct vrt_worker *w,
 	char st;
 
 	*cpu_ms = cpu_d / 1000000u;
-	if (wall > 0 && cpu_d * 8 >= wall)
+	if (wall > 0 && cpu_d * 16 >= wall)
 		return VRT_STALL_SPINNING;
 	st = thread_state(w->tid);
 	if (st == 'S' || st == 'D')
