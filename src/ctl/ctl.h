@@ -121,6 +121,11 @@ int vctl_new(const struct vctl_config *cfg, struct vctl **out, const char **why)
 int vctl_start(struct vctl *ctl, struct vio *io, struct vrt *rt, struct vsrv *srv,
 	       const struct vctl_hooks *hooks);
 
+/* Apply the settings a reload may change: operator_group, max_clients,
+ * client_timeout_ms (the rest of cfg is ignored). Any thread. 0, or -ENOENT
+ * when operator_group names no group (*why says so; nothing changed). */
+int vctl_reconfigure(struct vctl *ctl, const struct vctl_config *cfg, const char **why);
+
 /* Stop the control thread and close every connection. Idempotent. */
 void vctl_stop(struct vctl *ctl);
 

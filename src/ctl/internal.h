@@ -51,8 +51,11 @@ struct vctl {
 	int lfd;            /* control listener */
 	int mfd;            /* metrics listener or -1 */
 	int epfd, evfd;     /* control thread's epoll; eventfd to stop it */
-	bool has_op_gid;
-	gid_t op_gid;
+	/* Settings a reload changes (vctl_reconfigure, from the main or the
+	 * control thread; read by the control thread): relaxed, each stands
+	 * alone. op_gid -1: no operator group. */
+	_Atomic int64_t op_gid;
+	_Atomic uint32_t max_clients, client_timeout_ms;
 	uid_t self_uid;
 	pthread_t thread;
 	bool started;

@@ -52,6 +52,7 @@ int vctl__peer_get(struct vctl *ctl, int fd, struct vctl_peer *out)
 {
 	struct ucred cr;
 	socklen_t len = sizeof(cr);
+	int64_t op_gid;
 
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0)
 		return -errno;
@@ -60,7 +61,8 @@ int vctl__peer_get(struct vctl *ctl, int fd, struct vctl_peer *out)
 	out->gid = cr.gid;
 	if (cr.uid == 0 || cr.uid == ctl->self_uid)
 		out->level = VCTL_ADMIN;
-	else if (ctl->has_op_gid && in_group(cr.uid, cr.gid, ctl->op_gid))
+	else if ((op_gid = atomic_load_explicit(&ctl->op_gid, memory_order_relaxed)) >= 0 && /* see internal.h */
+		 in_group(cr.uid, cr.gid, (gid_t)op_gid))
 		out->level = VCTL_OPERATOR;
 	else
 		out->level = VCTL_USER;

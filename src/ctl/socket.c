@@ -51,6 +51,26 @@ struct vctl_client {
 /* epoll data of the listeners and the eventfd (clients carry a pointer). */
 static char tag_ctl, tag_metrics, tag_stop;
 
+int vctl_reconfigure(struct vctl *ctl, const struct vctl_config *cfg, const char **why)
+{
+	int64_t op_gid = -1;
+
+	if (cfg->operator_group && *cfg->operator_group) {
+		unsigned gid;
+		if (vctl_group_gid(cfg->operator_group, &gid) < 0) {
+			*why = "control.operator_group names no group";
+			return -ENOENT;
+		}
+		op_gid = gid;
+	}
+	/* Relaxed: each setting stands alone (see internal.h); a connection
+	 * accepted meanwhile gets the old or the new level. */
+	atomic_store_explicit(&ctl->op_gid, op_gid, memory_order_relaxed);
+	atomic_store_explicit(&ctl->max_clients, cfg->max_clients, memory_order_relaxed);
+	atomic_store_explicit(&ctl->client_timeout_ms, cfg->client_timeout_ms, memory_order_relaxed);
+	return 0;
+}
+
 int vctl_group_gid(const char *name, unsigned *gid)
 {
 	struct group gr, *res = NULL;
@@ -212,17 +232,10 @@ int vctl_new(const struct vctl_config *cfg, struct vctl **out, const char **why)
 	snprintf(ctl->path, sizeof(ctl->path), "%s", cfg->path ? cfg->path : "");
 	ctl->cfg.path = ctl->path;
 	ctl->cfg.group = NULL; /* only used below, before returning */
-	if (cfg->operator_group && *cfg->operator_group) {
-		unsigned gid;
-		if (vctl_group_gid(cfg->operator_group, &gid) < 0) {
-			*why = "control.operator_group names no group";
-			rc = -ENOENT;
-			goto fail;
-		}
-		ctl->has_op_gid = true;
-		ctl->op_gid = (gid_t)gid;
-	}
 	ctl->cfg.operator_group = NULL;
+	rc = vctl_reconfigure(ctl, cfg, why);
+	if (rc < 0)
+		goto fail;
 	if (cfg->fd >= 0) {
 		ctl->lfd = cfg->fd;
 		int fl = fcntl(ctl->lfd, F_GETFL);
@@ -468,7 +481,7 @@ static void accept_one(struct vctl *ctl, int lfd, enum client_kind kind)
 	}
 	if (kind == CLIENT_CONTROL)
 		VCTL_COUNT(ctl, connections);
-	if (ctl->n_clients >= ctl->cfg.max_clients) {
+	if (ctl->n_clients >= atomic_load_explicit(&ctl->max_clients, memory_order_relaxed)) {
 		static const char busy[] =
 			"{\"schema\":\"voltd.error.v1\",\"ok\":false,\"error\":\"too many control clients\",\"code\":\"busy\"}\n";
 		static const char busy_http[] =
@@ -524,7 +537,7 @@ static void resume_accepting(struct vctl *ctl)
 /* Close connections that made no progress for client_timeout_ms. */
 static void expire_idle(struct vctl *ctl, int64_t now)
 {
-	int64_t limit = (int64_t)ctl->cfg.client_timeout_ms * VB_NS_PER_MS;
+	int64_t limit = (int64_t)atomic_load_explicit(&ctl->client_timeout_ms, memory_order_relaxed) * VB_NS_PER_MS;
 
 	for (unsigned i = 0; i < ctl->n_clients;) {
 		struct vctl_client *c = ctl->clients[i];

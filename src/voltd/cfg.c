@@ -133,11 +133,11 @@ static const struct vcfg_key schema[] = {
 	  "a worker stuck this long in one poll is reported stalled; 0 = off (turning it on again needs a restart)" },
 	{ "control", "stall_fail_ms", VCFG_UINT, "5000", 10, 3600000, 0, NULL, F(life.stall_fail_ms),
 	  "a worker stalled this long fails /livez and stops the systemd watchdog pings" },
-	{ "control", "operator_group", VCFG_STRING, "none", 0, 63, VCFG_F_NONE, NULL, F(control.operator_group),
+	{ "control", "operator_group", VCFG_STRING, "none", 0, 63, VCFG_F_NONE | VCFG_F_RELOAD, NULL, F(control.operator_group),
 	  "members of this group may also set and clear through the control socket; none = nobody" },
-	{ "control", "max_clients", VCFG_UINT, "64", 1, 4096, 0, NULL, F(control.max_clients),
+	{ "control", "max_clients", VCFG_UINT, "64", 1, 4096, VCFG_F_RELOAD, NULL, F(control.max_clients),
 	  "control connections open at once; more are refused with an error" },
-	{ "control", "client_timeout_ms", VCFG_UINT, "60000", 100, 3600000, 0, NULL, F(control.client_timeout_ms),
+	{ "control", "client_timeout_ms", VCFG_UINT, "60000", 100, 3600000, VCFG_F_RELOAD, NULL, F(control.client_timeout_ms),
 	  "a control connection with nothing to do for this long is closed" },
 	{ "control", "metrics_listen", VCFG_ADDR, "off", 0, 0, 0, NULL, F(control.metrics_listen),
 	  "address:port of an HTTP listener answering GET /metrics (Prometheus); off = none" },
@@ -718,7 +718,7 @@ static size_t field_size(const struct vcfg_key *k)
 	case VCFG_ENUM: return sizeof(int);
 	case VCFG_UINT:
 	case VCFG_MODE: return sizeof(unsigned);
-	case VCFG_STRING:
+	case VCFG_STRING: return k->max + 1; /* a char array of max + 1 */
 	case VCFG_LISTEN:
 	case VCFG_ADDR:
 		return 0; /* no live key has these types */
@@ -726,15 +726,25 @@ static size_t field_size(const struct vcfg_key *k)
 	return 0;
 }
 
-void vcfg_copy_live(struct vcfg *dst, const struct vcfg *src)
+static void copy_flagged(struct vcfg *dst, const struct vcfg *src, unsigned mask)
 {
 	for (size_t i = 0; i < VB_ARRAY_SIZE(schema); i++) {
-		size_t n = (schema[i].flags & VCFG_F_LIVE) ? field_size(&schema[i]) : 0;
-		VB_BUG_ON((schema[i].flags & VCFG_F_LIVE) && n == 0);
+		size_t n = (schema[i].flags & mask) ? field_size(&schema[i]) : 0;
+		VB_BUG_ON((schema[i].flags & mask) && n == 0);
 		memcpy((char *)dst + schema[i].offset, (const char *)src + schema[i].offset, n);
 		if (n)
 			memcpy(dst->source[i], src->source[i], sizeof(dst->source[i]));
 	}
+}
+
+void vcfg_copy_live(struct vcfg *dst, const struct vcfg *src)
+{
+	copy_flagged(dst, src, VCFG_F_LIVE);
+}
+
+void vcfg_copy_reload(struct vcfg *dst, const struct vcfg *src)
+{
+	copy_flagged(dst, src, VCFG_F_LIVE | VCFG_F_RELOAD);
 }
 
 void vcfg_resolve(struct vcfg *cfg)

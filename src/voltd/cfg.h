@@ -78,10 +78,11 @@ enum vcfg_type {
 	VCFG_ADDR, /* one address:port (struct vcfg_addr), or "off" (len 0) */
 };
 
-#define VCFG_F_LIVE  (1u << 0) /* can change while running */
+#define VCFG_F_LIVE  (1u << 0) /* can change while running (set, reload) */
 #define VCFG_F_AUTO  (1u << 1) /* accepts "auto" (stored as VCFG_AUTO) */
 #define VCFG_F_POW2  (1u << 2) /* must be a power of two */
 #define VCFG_F_NONE  (1u << 3) /* VCFG_STRING: "none" is stored as "" */
+#define VCFG_F_RELOAD (1u << 4) /* applied by a reload (SIGHUP, `reload`), not by `set` */
 
 /* One row of the schema. Public, read-only. */
 struct vcfg_key {
@@ -123,8 +124,9 @@ int vcfg_set(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
 /* Cross-key rules. Returns errors added. */
 int vcfg_validate(const struct vcfg *cfg, const char *where, struct vb_strlist *err);
 /* Copy the values (and sources) of every live-tunable key (VCFG_F_LIVE)
- * from src. */
+ * from src; vcfg_copy_reload also those applied by a reload (VCFG_F_RELOAD). */
 void vcfg_copy_live(struct vcfg *dst, const struct vcfg *src);
+void vcfg_copy_reload(struct vcfg *dst, const struct vcfg *src);
 /* Replace "auto" counts by concrete values (workers = online CPUs, ...). */
 void vcfg_resolve(struct vcfg *cfg);
 /* Text of a key's current value into buf. */

@@ -50,6 +50,13 @@ void vd_ctl_attach_life(struct vd_ctl *d, struct vd_life *life)
 	pthread_mutex_unlock(&d->mu);
 }
 
+void vd_ctl_attach_ctl(struct vd_ctl *d, struct vctl *ctl)
+{
+	pthread_mutex_lock(&d->mu);
+	d->ctl = ctl;
+	pthread_mutex_unlock(&d->mu);
+}
+
 /* `drain`: not ready (/readyz 503, agent "drain", Connection: close) while
  * still serving; `undrain`: ready again, unless voltd is stopping (-EBUSY). */
 static int drain_hook(void *ctx, bool on)
@@ -123,7 +130,9 @@ static void config_get(void *ctx, size_t i, struct vctl_config_item *out)
 	out->value = d->value;
 	out->def = k->def;
 	out->source = d->source;
-	out->apply = (k->flags & VCFG_F_LIVE) ? VCTL_APPLY_LIVE : VCTL_APPLY_RESTART;
+	out->apply = (k->flags & VCFG_F_LIVE)	  ? VCTL_APPLY_LIVE :
+		     (k->flags & VCFG_F_RELOAD) ? VCTL_APPLY_RELOAD :
+						  VCTL_APPLY_RESTART;
 	out->doc = k->doc;
 }
 
@@ -154,6 +163,9 @@ static int config_set(void *ctx, size_t n, char *const *keys, char *const *value
 		const struct vcfg_key *k = key_by_name(keys[i]);
 		if (!k) {
 			vb_strlist_add(errors, "%s: unknown key", keys[i]);
+			rc = -EINVAL;
+		} else if (k->flags & VCFG_F_RELOAD) {
+			vb_strlist_add(errors, "%s: applies on reload only; edit the file and reload", keys[i]);
 			rc = -EINVAL;
 		} else if (!(k->flags & VCFG_F_LIVE)) {
 			vb_strlist_add(errors, "%s: cannot change while running (restart-only); edit the file and restart",
@@ -199,17 +211,29 @@ int vd_ctl_reload(struct vd_ctl *d, struct vb_strlist *changed, struct vb_strlis
 		goto unlock;
 	}
 	vcfg_resolve(next);
+	if (d->ctl) {
+		/* The control plane's reload-only keys; a bad one (an unknown
+		 * group) rejects the file before anything is applied. */
+		struct vctl_config cc;
+		const char *why = "";
+		vd_ctl_config(next, &cc);
+		if (vctl_reconfigure(d->ctl, &cc, &why) < 0) {
+			vb_strlist_add(errors, "control.operator_group: %s: %s", next->control.operator_group, why);
+			rc = -EINVAL;
+			goto unlock;
+		}
+	}
 	for (size_t i = 0; i < n; i++) {
 		vcfg_format(d->cfg, &schema[i], a, sizeof(a));
 		vcfg_format(next, &schema[i], b, sizeof(b));
 		if (strcmp(a, b) == 0)
 			continue;
-		if (schema[i].flags & VCFG_F_LIVE)
+		if (schema[i].flags & (VCFG_F_LIVE | VCFG_F_RELOAD))
 			vb_strlist_add(changed, "%s.%s", schema[i].section, schema[i].name);
 		else
 			vb_strlist_add(restart, "%s.%s", schema[i].section, schema[i].name);
 	}
-	vcfg_copy_live(d->cfg, next);
+	vcfg_copy_reload(d->cfg, next);
 	apply_live(d);
 unlock:
 	pthread_mutex_unlock(&d->mu);

@@ -25,6 +25,7 @@ struct vd_ctl {
 	struct vrt *rt;
 	struct vsrv *srv;
 	struct vd_life *life;  /* drain / undrain (NULL: not running) */
+	struct vctl *ctl;      /* the control plane (reload-only keys) */
 	vd_ctl_load_fn *load;
 	void *load_ctx;
 	/* config_get's strings (valid until the next hook call) */
@@ -37,6 +38,8 @@ void vd_ctl_fini(struct vd_ctl *d);
 void vd_ctl_attach(struct vd_ctl *d, struct vrt *rt, struct vsrv *srv);
 /* The drain sequence that `drain` and `undrain` drive (NULL: none). */
 void vd_ctl_attach_life(struct vd_ctl *d, struct vd_life *life);
+/* The control plane a reload reconfigures (NULL: none). */
+void vd_ctl_attach_ctl(struct vd_ctl *d, struct vctl *ctl);
 /* The control plane's settings from the configuration (fd = -1). */
 int vd_ctl_config(const struct vcfg *cfg, struct vctl_config *out);
 /* Fill the hooks (ctx = d); version facts are the caller's to add. */

@@ -529,6 +529,7 @@ int main(int argc, char **argv)
 
 	vd_ctl_attach(&dctl, rt, srv);
 	vd_ctl_attach_life(&dctl, &life);
+	vd_ctl_attach_ctl(&dctl, ctl);
 	if (ctl_start(ctl, &dctl, io, rt, srv) < 0) {
 		rc = EX_OSERR;
 		goto stop_rt;
@@ -545,6 +546,7 @@ stop_rt:
 	vctl_stop(ctl); /* it reads the server's and runtime's stats */
 	vd_ctl_attach(&dctl, NULL, NULL);
 	vd_ctl_attach_life(&dctl, NULL);
+	vd_ctl_attach_ctl(&dctl, NULL);
 	if (srv)
 		vsrv_stop(srv);
 	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);

@@ -107,10 +107,12 @@ def test_no_file_runs_with_the_schema_values(daemon):
             assert k["value"].isdigit(), k  # a count resolved at start
         else:
             assert k["value"] == k["default"], k
-        assert k["apply"] in ("live", "restart")
+        assert k["apply"] in ("live", "reload", "restart")
     live = {k["key"] for k in keys if k["apply"] == "live"}
     assert {"scheduler.stealing", "scheduler.budget", "log.level"} <= live
     assert "io.backend" not in live
+    reload = {k["key"] for k in keys if k["apply"] == "reload"}
+    assert reload == {"control.operator_group", "control.max_clients", "control.client_timeout_ms"}
     # -T of a missing default file is an error; without -c it prints the schema's values
     r = subprocess.run([VOLTD, "-T"], capture_output=True, text=True, env=dict(os.environ))
     if r.returncode == 0 and "embedded defaults" in r.stdout:
@@ -160,14 +162,29 @@ def test_reload_reports_changes_restart_keys_and_errors(daemon, tmp_path):
     conf = tmp_path / "v.conf"
     conf.write_text("[scheduler]\nbudget = 99\n")
     d = daemon("-c", str(conf))
-    conf.write_text("[scheduler]\nbudget = 77\nglobal_batch_max = 32\n[log]\nlevel = debug\n")
+    conf.write_text("[scheduler]\nbudget = 77\nglobal_batch_max = 32\n[control]\nmax_clients = 3\n"
+                    "[log]\nlevel = debug\n")
     r = ctl(d, "reload")
     assert r["ok"], r
-    assert sorted(r["changed"]) == ["log.level", "scheduler.budget"], r
+    assert sorted(r["changed"]) == ["control.max_clients", "log.level", "scheduler.budget"], r
     assert r["restart_needed"] == ["scheduler.global_batch_max"], r
     k = {x["key"]: x for x in ctl(d, "config scheduler.budget scheduler.global_batch_max")["keys"]}
     assert k["scheduler.budget"]["value"] == "77" and k["scheduler.budget"]["source"] == "%s:2" % conf
     assert k["scheduler.global_batch_max"]["value"] == "64"  # not applied: restart only
+    # control.max_clients = 3 applies at once (a reload-only key): a 4th connection is refused
+    held = [Ctl(d.control) for _ in range(3)]
+    with Ctl(d.control) as c:
+        assert json.loads(c.line())["code"] == "busy"
+    for c in held:
+        c.close()
+    time.sleep(0.2)
+    # set refuses reload-only keys; an unknown operator group rejects the file
+    r = ctl(d, "set control.max_clients 10")
+    assert r["ok"] is False and "reload only" in r["error"], r
+    conf.write_text("[control]\noperator_group = no-such-group-here\n")
+    r = ctl(d, "reload")
+    assert r["ok"] is False and any("no-such-group-here" in e for e in r["errors"]), r
+    assert ctl(d, "config control.max_clients")["keys"][0]["value"] == "3"
     conf.write_text("[scheduler]\nbudget = 12\nbudgte = 3\nstealing = maybe\n")
     r = ctl(d, "reload")
     assert r["ok"] is False and r["code"] == "invalid", r
