@@ -7,12 +7,7 @@
 # Usage: test_layers.sh [SRCDIR] (default $VOLTD_SRCDIR, else the checkout).
 set -u
 top=${1:-${VOLTD_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}}
-table=$top/doc/layers.txt
-[ -r "$table" ] || { echo "test_layers: $table not found" >&2; exit 99; }
-
-# "dir layer deps..." for every layer line; "header place" for external lines.
-layers=$(sed -e 's/#.*//' "$table" | awk 'NF >= 3 && $1 != "external" { sub("^src/", "", $2); d = ""; for (i = 3; i <= NF; i++) if ($i != "-") d = d " " $i; print $2, $1 d }')
-externals=$(sed -e 's/#.*//' "$table" | awk '$1 == "external" && NF == 3 { print $2, $3 }')
+. "$(dirname "$0")/layers.sh"
 
 layer_of() { # DIR -> layer name, or nothing
 	echo "$layers" | awk -v d="$1" '$1 == d { print $2 }'

@@ -8,13 +8,10 @@
 set -u
 top=${1:-${VOLTD_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}}
 doc=$top/doc/ARCHITECTURE.md
-table=$top/doc/layers.txt
-for f in "$doc" "$table"; do
-	[ -r "$f" ] || { echo "test_ordering_index: $f not found" >&2; exit 99; }
-done
+[ -r "$doc" ] || { echo "test_ordering_index: $doc not found" >&2; exit 99; }
+. "$(dirname "$0")/layers.sh"
 
-# "dir layer deps..." per layer; "label layer file" per index row.
-layers=$(sed -e 's/#.*//' "$table" | awk 'NF >= 3 && $1 != "external" { sub("^src/", "", $2); d = ""; for (i = 3; i <= NF; i++) if ($i != "-") d = d " " $i; print $2, $1 d }')
+# "label layer file" per index row.
 rows=$(sed -n 's/^| `\[\([A-Z]*[0-9]*\)\]` | \([a-z]*\) | `\([^`]*\)` |.*/\1 \2 \3/p' "$doc")
 [ -n "$rows" ] || { echo "test_ordering_index: no index rows in doc/ARCHITECTURE.md" >&2; exit 99; }
 
