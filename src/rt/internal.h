@@ -251,7 +251,7 @@ struct vrt_worker_counters {
 	/* Single writer (the worker, relaxed load+store), read by snapshots. */
 	_Atomic uint64_t polls, lifo_polls, steal_ops, tasks_stolen;
 	_Atomic uint64_t overflows, tasks_overflowed, global_batches, global_tasks;
-	_Atomic uint64_t parks, unparks, searching_transitions, budget_yields;
+	_Atomic uint64_t parks, unparks, futile_wakeups, searching_transitions, budget_yields;
 	_Atomic uint64_t spawned_local, completed;
 	_Atomic uint64_t ewma_poll_ns, busy_ns;
 	_Atomic uint32_t global_interval;
@@ -288,6 +288,7 @@ struct vrt_worker {
 	bool searching;
 	bool in_park;               /* inside the park path: no notify on push */
 	bool drain_counted;         /* in rt->drain_idle (DRAIN shutdown, [W9]) */
+	bool unparked_idle;         /* woken by a notifier, no task run since */
 	bool exiting;
 	unsigned budget_left;
 	bool budget_hit;
@@ -438,14 +439,14 @@ static inline void vrt__dekker_fence(struct vrt *rt)
 
 /* Sleep in the park ops, visible to the stall monitor and snapshots as
  * "parked" (a parked worker is never stalled). Worker thread. */
-static inline void vrt__park_wait(struct vrt_worker *w)
+static inline void vrt__park_wait(struct vrt_worker *w, int64_t timeout_ns)
 {
 	struct vrt *rt = w->rt;
 
 	/* relaxed (both): a state hint for the monitor; a tick that reads it
 	 * stale sees the poll count move or not move at the next tick. */
 	atomic_store_explicit(&w->c.parked, 1, memory_order_relaxed);
-	rt->ops->park(rt->park_ctx, w->id, rt->park_timeout_ns);
+	rt->ops->park(rt->park_ctx, w->id, timeout_ns);
 	atomic_store_explicit(&w->c.parked, 0, memory_order_relaxed);
 }
 

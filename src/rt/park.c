@@ -16,7 +16,11 @@
  *        Either the notifier sees the parker (and wakes it) or the parker
  *        sees the work (and does not sleep): the Dekker pattern.
  *   [W6] searcher leaving with work: RMW idle seq_cst; if it was the last
- *        searcher it notifies (which runs [W4]).
+ *        searcher it notifies (which runs [W4]). A searcher about to park
+ *        leaves searching the same way BEFORE it polls its driver; if it
+ *        was the last one it owes the re-check of every queue: after the
+ *        poll when that gave it work (after_driver), else as part of
+ *        parking (work_visible with all).
  */
 #include "rt/internal.h"
 #include "base/time.h"
@@ -129,20 +133,35 @@ bool vrt__local_has_work(struct vrt_worker *w)
 	return w->lifo || w->pf_len || w->yq_len || vrt__wsq_len(&w->q) != 0;
 }
 
-/* Is there work a parker must not sleep on? `all` = also other rings (the
- * last searcher re-checks every queue). */
-static bool work_visible(struct vrt_worker *w, bool all)
+/* Runnable tasks this worker holds. */
+static unsigned local_runnable(struct vrt_worker *w)
+{
+	return (w->lifo != NULL) + w->pf_len + w->yq_len + vrt__wsq_len(&w->q);
+}
+
+/* Work queued where another worker could take it: the injection queue or,
+ * with stealing, another worker's ring. */
+static bool work_elsewhere(struct vrt_worker *w)
 {
 	struct vrt *rt = w->rt;
 
-	if (vrt__local_has_work(w) || vrt__inject_len(&rt->inject) != 0)
+	if (vrt__inject_len(&rt->inject) != 0)
 		return true;
-	if (all && w->stealing) {
+	if (w->stealing) {
 		for (unsigned i = 0; i < rt->nworkers; i++)
 			if (i != w->id && vrt__wsq_len(&rt->workers[i]->q) != 0)
 				return true;
 	}
 	return false;
+}
+
+/* Is there work a parker must not sleep on? `all` = also other rings (the
+ * last searcher re-checks every queue). */
+static bool work_visible(struct vrt_worker *w, bool all)
+{
+	if (vrt__local_has_work(w) || vrt__inject_len(&w->rt->inject) != 0)
+		return true;
+	return all && work_elsewhere(w);
 }
 
 /* Clear our parked bit after a park (or an aborted one). Returns true when
@@ -172,25 +191,68 @@ static bool unmark_parked(struct vrt_worker *w)
 	return notified;
 }
 
+/*
+ * The driver (park ops poll / park) queued tasks on this worker, with
+ * notifications suppressed (in_park). Wake a sibling only when this worker
+ * now holds more runnable tasks than the one it runs next: those can be
+ * stolen while it runs (an I/O burst spreads over the workers). One task is
+ * ours to run: waking a sibling for it is a futile wakeup. A worker that
+ * was the last searcher ([W6]) still owes the re-check of the other
+ * queues: it left searching before the driver ran.
+ */
+static void after_driver(struct vrt_worker *w, bool last)
+{
+	if (local_runnable(w) > 1) {
+		vrt__notify_parked(w->rt);
+		return;
+	}
+	if (last) {
+		/* [W5] seq_cst fence: our searching RMW is ordered before the
+		 * queue reads; pairs with [W4]. */
+		vrt__dekker_fence(w->rt);
+		if (work_elsewhere(w))
+			vrt__notify_parked(w->rt);
+	}
+}
+
 void vrt__park(struct vrt_worker *w)
 {
 	struct vrt *rt = w->rt;
-	bool last;
-	int64_t now;
+	bool last = false, queued;
+	int64_t now, timeout;
 
 	w->in_park = true;
+	if (w->unparked_idle) {
+		/* Woken by a notifier and about to sleep again without having
+		 * run a task: that unpark was futile. */
+		w->unparked_idle = false;
+		vrt__ctr_add(&w->c.futile_wakeups, 1);
+	}
+	/*
+	 * The searching rule: leave searching before touching the driver. A
+	 * completion the poll delivers is this worker's own work, not work
+	 * found by searching; as a searcher that "found work" it would wake
+	 * another worker for nothing (one unpark per I/O completion).
+	 */
+	if (w->searching) {
+		uint64_t prev;
+
+		w->searching = false;
+		/* [W6] seq_cst: leaving searching; pairs with [W4]. */
+		prev = atomic_fetch_sub_explicit(&rt->idle, VRT_IDLE_SEARCH_ONE, memory_order_seq_cst);
+		last = vrt__idle_searching(prev) == 1;
+	}
 	if (rt->ops->poll) {
 		rt->ops->poll(rt->park_ctx, w->id);
-		if (vrt__local_has_work(w))
+		if (vrt__local_has_work(w)) {
+			after_driver(w, last);
 			goto out;
+		}
 	}
 	pthread_mutex_lock(&rt->park_lock);
 	{
-		uint64_t delta = VRT_IDLE_PARK_ONE - (w->searching ? VRT_IDLE_SEARCH_ONE : 0);
 		/* seq_cst: [W5] with the fence below; pairs with [W4]. */
-		uint64_t prev = atomic_fetch_add_explicit(&rt->idle, delta, memory_order_seq_cst);
-		last = w->searching && vrt__idle_searching(prev) == 1;
-		w->searching = false;
+		atomic_fetch_add_explicit(&rt->idle, VRT_IDLE_PARK_ONE, memory_order_seq_cst);
 		_Atomic uint64_t *word = &rt->parked_bits[w->id / 64];
 		/* relaxed: written only under park_lock, which we hold. */
 		atomic_store_explicit(word, atomic_load_explicit(word, memory_order_relaxed)
@@ -204,12 +266,28 @@ void vrt__park(struct vrt_worker *w)
 		unmark_parked(w);
 		goto out;
 	}
+	/*
+	 * The park rule: with a task queued anywhere (another worker's ring,
+	 * which a busy owner does not advertise for a single task), sleep at
+	 * most park_timeout; with nothing queued anywhere, sleep until an
+	 * unpark or the driver (a completion, a timer, which set its own
+	 * wake-up): no tick on an idle runtime. The [W4]/[W5] pattern makes
+	 * sure new work wakes a sleeper; stress_rt_idle checks it without
+	 * any timeout.
+	 */
+	queued = work_elsewhere(w);
+	timeout = queued ? rt->park_timeout_ns : -1;
 	now = vb_now_ns();
 	vrt__ctr_add(&w->c.busy_ns, (uint64_t)(now - w->active_start));
 	vrt__ctr_add(&w->c.parks, 1);
-	vrt__park_wait(w);
-	if (unmark_parked(w))
+	vrt__park_wait(w, timeout);
+	if (unmark_parked(w)) {
 		vrt__ctr_add(&w->c.unparks, 1);
+		w->unparked_idle = true;
+	} else if (vrt__local_has_work(w)) {
+		/* Not a searcher: the driver gave us tasks in its park. */
+		after_driver(w, false);
+	}
 	now = vb_now_ns();
 	w->active_start = now;
 	w->batch_start = now;

@@ -354,6 +354,7 @@ const struct vb_metric vrt_worker_metrics[] = {
 	W(global_tasks, VB_METRIC_COUNTER, "", "tasks taken from the injection queue"),
 	W(parks, VB_METRIC_COUNTER, "", "times the worker went to sleep"),
 	W(unparks, VB_METRIC_COUNTER, "", "times the worker was woken"),
+	W(futile_wakeups, VB_METRIC_COUNTER, "", "unparks after which the worker found no task and parked again"),
 	W(searching_transitions, VB_METRIC_COUNTER, "", "times the worker started searching for work"),
 	W(budget_yields, VB_METRIC_COUNTER, "", "polls ended because the task spent its budget"),
 	W(local_queue_depth, VB_METRIC_GAUGE, "", "tasks in the local queue now"),
@@ -444,6 +445,7 @@ unsigned vrt_stats_snapshot(struct vrt *rt, struct vrt_stats *out,
 		o->global_tasks = rd(&c->global_tasks);
 		o->parks = rd(&c->parks);
 		o->unparks = rd(&c->unparks);
+		o->futile_wakeups = rd(&c->futile_wakeups);
 		o->searching_transitions = rd(&c->searching_transitions);
 		o->budget_yields = rd(&c->budget_yields);
 		o->local_queue_depth = vrt__wsq_len(&w->q);

@@ -164,7 +164,12 @@ struct vrt_park_ops {
 	int (*worker_start)(void *ctx, unsigned worker);
 	void (*worker_stop)(void *ctx, unsigned worker);
 	/* Worker thread: sleep until unpark(worker), a driver event, or
-	 * timeout_ns. Must return promptly if unpark came before the call. */
+	 * timeout_ns (< 0: no bound). Must return promptly if unpark came
+	 * before the call. The park rule: the runtime passes
+	 * park_timeout_ms only while a task is queued somewhere (a busy
+	 * worker's ring); with nothing queued anywhere it passes -1, so the
+	 * driver must end the park by itself for its own events (completions,
+	 * timers, requests from other threads). */
 	void (*park)(void *ctx, unsigned worker, int64_t timeout_ns);
 	/* Any thread: end the current or next park of `worker`. */
 	void (*unpark)(void *ctx, unsigned worker);
@@ -188,7 +193,8 @@ struct vrt_config {
 	bool lifo_slot;
 	unsigned lifo_poll_cap;        /* 1..16 */
 	unsigned budget;               /* 1..4096 */
-	unsigned park_timeout_ms;      /* 1..1000 */
+	unsigned park_timeout_ms;      /* 1..1000: bound of a park while work is
+					* queued somewhere (see vrt_park_ops.park) */
 	unsigned io_poll_interval;     /* ticks between park ops poll() while busy;
 					* 0: only before parking */
 	const struct vrt_park_ops *park_ops; /* NULL: futex parking */
@@ -253,6 +259,7 @@ struct vrt_worker_stats {
 	uint64_t overflows, tasks_overflowed;
 	uint64_t global_batches, global_tasks;
 	uint64_t parks, unparks, searching_transitions;
+	uint64_t futile_wakeups;      /* unparks after which it parked again without running a task */
 	uint64_t budget_yields;
 	uint64_t local_queue_depth;   /* ring length now */
 	uint64_t global_interval;     /* ticks between injection checks now */

@@ -499,6 +499,7 @@ static struct vrt_task *find_work(struct vrt_worker *w)
 				t = pull_inject(w);
 		}
 		if (t) {
+			w->unparked_idle = false; /* the unpark, if any, was not futile */
 			vrt__transition_from_searching(w);
 			return t;
 		}
