@@ -107,6 +107,9 @@ static void po_worker_stop(void *ctx, unsigned id)
 	tls_self = NULL;
 }
 
+/* Test hook (internal.h): parks ignore the runtime's timeout. */
+bool vio__test_park_unbounded;
+
 static void po_park(void *ctx, unsigned id, int64_t timeout_ns)
 {
 	struct vio *io = ctx;
@@ -129,6 +132,8 @@ static void po_park(void *ctx, unsigned id, int64_t timeout_ns)
 		return;
 	}
 	now = vb_now_ns();
+	if (vio__test_park_unbounded)
+		timeout_ns = -1;
 	limit = timeout_ns < 0 ? INT64_MAX : now + timeout_ns;
 	if (w->nlsocks && w->lsock_resume < limit)
 		limit = w->lsock_resume;

@@ -282,6 +282,9 @@ struct vio_worker *vio__self(void);
 void vio__mbox_post(struct vio_worker *w, struct vio_req *r);
 /* Owner: take and run every queued request. */
 void vio__mbox_run(struct vio_worker *w);
+/* Test hook: parks ignore the runtime's park timeout, so that a lost
+ * wakeup is a hang instead of a delay (driver.c). Set before starting. */
+extern bool vio__test_park_unbounded;
 /* Any thread: end the current or next park of w (the runtime's unpark). */
 void vio__notify(struct vio_worker *w);
 

@@ -13,7 +13,10 @@
  *   vio_timer_*) runs inside a task's poll on a worker of a runtime that was
  *   started with vio_park_ops(); it submits on the calling worker's ring and
  *   the completion wakes the calling task. A task may migrate between polls;
- *   its next operation goes to its new worker.
+ *   its next operation goes to its new worker. An operation already in
+ *   flight stays with the worker that submitted it (its owner) until its
+ *   last completion; only the owner reaps its ring, between polls (every
+ *   io_poll_interval) and when it parks (doc/ARCHITECTURE.md, I/O ownership).
  * - An object (struct vio_conn, struct vio_timer) is used by one task at a
  *   time; it must live in memory the task's vtable drop() frees: the driver
  *   holds a task reference while the kernel may still touch the object, so

@@ -450,6 +450,25 @@ static inline void vrt__park_wait(struct vrt_worker *w, int64_t timeout_ns)
 	atomic_store_explicit(&w->c.parked, 0, memory_order_relaxed);
 }
 
+/*
+ * Is a backlog of `n` runnable tasks on this worker worth waking a sleeper
+ * for (n >= min, and the backlog outlasts a wake-up)? A woken worker arrives
+ * after a futex wake and a context switch (tens of microseconds on a loaded
+ * machine); tasks that this worker runs in less time than that would be
+ * gone when it arrives (a futile wakeup: issue 13). The estimate is n times
+ * the EWMA of this worker's poll time; with no estimate yet, wake. Not
+ * waking never strands a task: the owner is awake and runs it, a sleeper
+ * parked while work was queued wakes within park_timeout, and the stall
+ * monitor wakes a sibling when the owner is stuck in a poll.
+ */
+#define VRT_WAKE_WORTH_NS (100 * 1000)
+static inline bool vrt__worth_waking(const struct vrt_worker *w, unsigned n, unsigned min)
+{
+	if (n < min)
+		return false;
+	return w->ewma_ns <= 0.0 || (double)n * w->ewma_ns >= (double)VRT_WAKE_WORTH_NS;
+}
+
 /* park.c (worker thread unless noted) */
 extern const struct vrt_park_ops vrt__futex_park_ops;
 void vrt__notify_parked(struct vrt *rt);      /* any thread */

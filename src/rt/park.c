@@ -194,15 +194,16 @@ static bool unmark_parked(struct vrt_worker *w)
 /*
  * The driver (park ops poll / park) queued tasks on this worker, with
  * notifications suppressed (in_park). Wake a sibling only when this worker
- * now holds more runnable tasks than the one it runs next: those can be
- * stolen while it runs (an I/O burst spreads over the workers). One task is
- * ours to run: waking a sibling for it is a futile wakeup. A worker that
+ * now holds more runnable tasks than the one it runs next, and they are
+ * worth a wake-up (vrt__worth_waking): those can be stolen while it runs
+ * (an I/O burst spreads over the workers). One task is ours to run: waking
+ * a sibling for it is a futile wakeup. A worker that
  * was the last searcher ([W6]) still owes the re-check of the other
  * queues: it left searching before the driver ran.
  */
 static void after_driver(struct vrt_worker *w, bool last)
 {
-	if (local_runnable(w) > 1) {
+	if (vrt__worth_waking(w, local_runnable(w) - 1, 1)) {
 		vrt__notify_parked(w->rt);
 		return;
 	}

@@ -138,8 +138,9 @@ static void push_ring(struct vrt_worker *w, struct vrt_task *t, bool notify)
 	 * awake and run it soon, while the sleeper would pay a futex wake-up
 	 * (and often a context switch on our core) to steal half of one task.
 	 * From VRT_RING_NOTIFY_MIN tasks on, or on overflow, one parked
-	 * worker is woken. */
-	if (notify && !w->in_park && (r.overflowed || vrt__wsq_len(&w->q) >= VRT_RING_NOTIFY_MIN))
+	 * worker is woken, if the ring is worth a wake-up (vrt__worth_waking). */
+	if (notify && !w->in_park &&
+	    (r.overflowed || vrt__worth_waking(w, vrt__wsq_len(&w->q), VRT_RING_NOTIFY_MIN)))
 		vrt__notify_parked(w->rt);
 }
 

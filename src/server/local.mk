@@ -15,11 +15,13 @@ TESTS += \
 	tests/integration/test_http_protocol.py \
 	tests/integration/test_http_timeouts.py \
 	tests/integration/test_http_load.py \
-	tests/integration/test_adversarial.py
+	tests/integration/test_adversarial.py \
+	tests/integration/test_seam.py
 EXTRA_DIST += \
 	tests/integration/httputil.py \
 	tests/integration/test_http_routes.py \
 	tests/integration/test_http_protocol.py \
 	tests/integration/test_http_timeouts.py \
 	tests/integration/test_http_load.py \
-	tests/integration/test_adversarial.py
+	tests/integration/test_adversarial.py \
+	tests/integration/test_seam.py

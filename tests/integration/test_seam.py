@@ -1,0 +1,65 @@
+# SPDX-License-Identifier: MIT
+"""The runtime <-> I/O driver seam against a real voltd, once per I/O
+backend (issue 13): futile wakeups (unparks after which a worker found no
+task and parked again, `futile_wakeups` in `stats workers`) per request on
+one sequential keep-alive connection (at most 0.01: one task at a time is
+never worth a wake-up) and on one pipelined connection, depth 16 (at most
+0.1, a storm bound: whether a wake-up is worth it depends on the measured
+poll time, so the count moves with the machine's load; 0-0.02 measured on
+an idle-ish machine, the figures are printed). Counts, not timing."""
+import pytest
+
+from ctlutil import ctl
+from httputil import Reader, backend, connect, req_bytes, stop, voltd  # noqa: F401
+
+REQUESTS = 2000
+DEPTH = 16
+
+
+def futile(d):
+    r = ctl(d, "stats workers")
+    assert r["ok"], r
+    return sum(w["futile_wakeups"] for w in r["workers"]), sum(w["unparks"] for w in r["workers"])
+
+
+def sequential(port, n):
+    s = connect(port)
+    try:
+        rd = Reader(s)
+        for _ in range(n):
+            s.sendall(req_bytes("POST", "/v1/echo", b"ping"))
+            r = rd.response()
+            assert r.status == 200 and r.body == b"ping", r
+    finally:
+        s.close()
+
+
+def pipelined(port, n, depth):
+    s = connect(port)
+    try:
+        rd = Reader(s)
+        batch = req_bytes("POST", "/v1/echo", b"ping") * depth
+        for _ in range(n // depth):
+            s.sendall(batch)
+            for _ in range(depth):
+                r = rd.response()
+                assert r.status == 200 and r.body == b"ping", r
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("mode", ["sequential", "pipelined"])
+def test_futile_wakeups_per_request(voltd, mode):
+    d = voltd()
+    sequential(d.port, 50)  # warm up: accept, buffers, first parks
+    f0, u0 = futile(d)
+    if mode == "sequential":
+        sequential(d.port, REQUESTS)
+    else:
+        pipelined(d.port, REQUESTS, DEPTH)
+    f1, u1 = futile(d)
+    print("%s %s: %d futile wakeups, %d unparks in %d requests" % (d.backend, mode, f1 - f0, u1 - u0, REQUESTS))
+    bound = 0.01 if mode == "sequential" else 0.1
+    assert (f1 - f0) <= bound * REQUESTS, (f1 - f0, u1 - u0)
+    st = stop(d)
+    assert st["requests"] >= REQUESTS
