@@ -198,23 +198,23 @@ static struct ctx *ctx_new(void)
 	return c;
 }
 
-/* --stats: the runtime's counters, summed over this workload's life. */
+/* --stats: the runtime's counters over this workload's life, per worker,
+ * as the runtime's metric table names them. */
 static void print_stats(struct ctx *c, const char *name)
 {
 	struct vrt_worker_stats ws[NUM_WORKERS];
-	struct vrt_stats st;
+	char line[2048];
+	size_t off;
 
 	if (!ropt.stats)
 		return;
-	vrt_stats_snapshot(c->rt, &st, ws, NUM_WORKERS);
-	for (unsigned i = 0; i < NUM_WORKERS; i++)
-		printf("#stats %s w%u: polls=%" PRIu64 " lifo=%" PRIu64 " steal_ops=%" PRIu64 " stolen=%" PRIu64
-		       " stolen_from=%" PRIu64 " overflows=%" PRIu64 "/%" PRIu64 " batches=%" PRIu64 "/%" PRIu64
-		       " parks=%" PRIu64 " unparks=%" PRIu64 " searching=%" PRIu64 " gi=%" PRIu64 " ewma=%" PRIu64 "ns busy=%.1fms\n",
-		       name, i, ws[i].polls, ws[i].lifo_polls, ws[i].steal_ops, ws[i].tasks_stolen,
-		       ws[i].tasks_stolen_from, ws[i].overflows, ws[i].tasks_overflowed, ws[i].global_batches,
-		       ws[i].global_tasks, ws[i].parks, ws[i].unparks, ws[i].searching_transitions,
-		       ws[i].global_interval, ws[i].ewma_poll_ns, (double)ws[i].busy_ns / 1e6);
+	vrt_stats_snapshot(c->rt, NULL, ws, NUM_WORKERS);
+	for (unsigned i = 0; i < NUM_WORKERS; i++) {
+		off = 0;
+		line[0] = '\0';
+		vb_metric_format(line, sizeof(line), &off, vrt_worker_metrics, vrt_worker_metrics_n, &ws[i]);
+		printf("#stats %s w%u: %s\n", name, i, line);
+	}
 }
 
 static void ctx_free(struct ctx *c)

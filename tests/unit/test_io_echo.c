@@ -39,12 +39,12 @@ static void print_io_stats(struct ioh *h, struct vio_worker_stats *sum)
 
 	memset(sum, 0, sizeof(*sum));
 	for (unsigned i = 0; i < n && i < 16; i++) {
-		print_message("#  worker %u: submitted %lu completed %lu immediate %lu accepts %lu "
-			      "ms-arms %lu enobufs %lu plain %lu partial %lu cq_overflow %lu "
-			      "migrations %lu parks %lu\n",
-			      i, ws[i].submitted, ws[i].completed, ws[i].immediate, ws[i].accepts,
-			      ws[i].recv_multishot_arms, ws[i].recv_enobufs, ws[i].recv_plain,
-			      ws[i].send_partial, ws[i].cq_overflow, ws[i].migrations, ws[i].parks);
+		char line[2048];
+		size_t off = 0;
+
+		line[0] = '\0';
+		vb_metric_format(line, sizeof(line), &off, vio_worker_metrics, vio_worker_metrics_n, &ws[i]);
+		print_message("#  worker %u: %s\n", i, line);
 		sum->accepts += ws[i].accepts;
 		sum->cq_overflow += ws[i].cq_overflow;
 		sum->send_partial += ws[i].send_partial;
