@@ -28,6 +28,7 @@
 #include "base/time.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -388,10 +389,41 @@ enum vrt_poll vio_conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *
 
 /* -------------------------------------------- owner side of multishot */
 
+/*
+ * Fair shares of the worker's provided buffers: while more than half of
+ * them are out (rx_squeeze), a connection that has not taken its previous
+ * buffer yet (its task is not reading) keeps the new bytes in a heap copy
+ * and the provided buffer goes back to the ring at once, and it may queue
+ * only 2 before its multishot stops. Connections that send and never read
+ * then cannot corner the ring and push every other connection of the
+ * worker onto the ENOBUFS path (issue 12). Owner worker only.
+ */
+static struct vio_buf *rx_fair(struct vio_worker *w, struct vio_conn *c, struct vio_buf *b,
+			       uint32_t *limit)
+{
+	struct vio_buf *h;
+
+	/* Relaxed: the owner's own gauge; the queue count is a heuristic. */
+	if (atomic_load_explicit(&w->st.bufs_out, memory_order_relaxed) < w->io->rx_squeeze)
+		return b;
+	*limit = 2;
+	if (!atomic_load_explicit(&c->rx_queued, memory_order_relaxed) || !b->w)
+		return b;
+	h = malloc(sizeof(*h) + b->len);
+	if (!h)
+		return b; /* keep the provided buffer: the throttle still holds */
+	memcpy(h + 1, vio__buf_data(b), b->len);
+	h->w = NULL;
+	h->len = b->len;
+	h->bid = 0;
+	vio__buf_release(w, b);
+	return h;
+}
+
 void vio__conn_rx_push(struct vio_worker *w, struct vio_conn *c, struct vio_buf *b)
 {
 	struct vio_buf *head;
-	uint32_t queued;
+	uint32_t queued, limit = w->io->rx_throttle;
 
 	/* Relaxed peek: a push racing with the detach is still drained by
 	 * vio__conn_detached_done at the terminal completion. */
@@ -399,6 +431,7 @@ void vio__conn_rx_push(struct vio_worker *w, struct vio_conn *c, struct vio_buf 
 		vio__buf_release(w, b);
 		return;
 	}
+	b = rx_fair(w, c, b, &limit);
 	head = atomic_load_explicit(&c->inbox, memory_order_relaxed);
 	do {
 		b->next = head;
@@ -408,7 +441,7 @@ void vio__conn_rx_push(struct vio_worker *w, struct vio_conn *c, struct vio_buf 
 							memory_order_relaxed));
 	/* Relaxed: a heuristic count (see rxq_pop). */
 	queued = atomic_fetch_add_explicit(&c->rx_queued, 1, memory_order_relaxed) + 1;
-	if (queued >= w->io->rx_throttle && !(c->rx.wflags & VIO_WF_THROTTLED)) {
+	if (queued >= limit && !(c->rx.wflags & VIO_WF_THROTTLED)) {
 		/* The task is not reading: stop filling the worker's buffers. */
 		c->rx.wflags |= VIO_WF_THROTTLED;
 		w->io->be->cancel(w, &c->rx);

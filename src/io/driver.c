@@ -194,6 +194,10 @@ void vio__buf_release(struct vio_worker *self, struct vio_buf *b)
 	struct vio_worker *w = b->w;
 	struct vio_buf *head;
 
+	if (!w) { /* a heap copy (rx_push under squeeze) */
+		free(b);
+		return;
+	}
 	if (w == self) {
 		vio__uring_buf_recycle(w, b);
 		return;
@@ -251,6 +255,7 @@ int vio_new(const struct vio_config *cfg, unsigned workers, struct vio **out)
 	/* A connection may hold an eighth of its worker's buffers (at
 	 * least 2) before its multishot receive stops until it reads. */
 	io->rx_throttle = cfg->recv_buffers / 8 > 2 ? cfg->recv_buffers / 8 : 2;
+	io->rx_squeeze = cfg->recv_buffers / 2;
 
 	if (cfg->backend == VIO_BACKEND_LIBEV) {
 		io->be = &vio__ev_ops;

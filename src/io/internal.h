@@ -82,7 +82,8 @@ enum vio_req_type {
  * connection's inbox/rx queue, then returned to w. */
 struct vio_buf {
 	struct vio_buf *next;    /* inbox / rx queue / return-stack link */
-	struct vio_worker *w;    /* ring it belongs to */
+	struct vio_worker *w;    /* ring it belongs to; NULL: a heap copy whose
+				  * bytes follow the struct (see rx_push) */
 	uint32_t len;            /* bytes received into it */
 	uint16_t bid;
 };
@@ -263,6 +264,7 @@ struct vio {
 	unsigned uring_flags;             /* io_uring setup flags chosen by the probe */
 	bool pbuf_ok;                     /* provided-buffer rings can be registered */
 	uint32_t rx_throttle;             /* buffers a connection may hold before its multishot stops */
+	uint32_t rx_squeeze;              /* buffers out per worker above which connections get fair shares */
 	_Atomic bool ms_recv_broken;      /* kernel refused multishot recv: plain from now on (relaxed flag) */
 	_Atomic bool ms_accept_broken;    /* same for multishot accept */
 	pthread_mutex_t mu;               /* guards listeners */
@@ -272,7 +274,7 @@ struct vio {
 
 static inline char *vio__buf_data(const struct vio_buf *b)
 {
-	return b->w->buf_base + (size_t)b->bid * b->w->buf_size;
+	return b->w ? b->w->buf_base + (size_t)b->bid * b->w->buf_size : (char *)(b + 1);
 }
 
 /* The I/O worker of the calling thread, or NULL outside a started worker. */
