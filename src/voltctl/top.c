@@ -360,6 +360,10 @@ int vcli_top(const char *path, int argc, char **argv)
 		top_usage();
 		return VCLI_USAGE;
 	}
+	if (!batch && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO))) {
+		fprintf(stderr, "voltctl top: not a terminal; -b prints plain-text frames\n");
+		return VCLI_USAGE;
+	}
 	rc = vcli_connect(&c, path, err, sizeof(err));
 	if (rc != VCLI_OK) {
 		fprintf(stderr, "voltctl: %s\n", err);

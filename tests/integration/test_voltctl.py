@@ -84,7 +84,7 @@ def test_exit_codes(daemon, tmp_path):
     r = voltctl("ping")
     assert r.returncode in (69, 77) and "/run/voltd/control.sock" in r.stderr, r
     # 2: voltctl's usage and the daemon's usage / unknown-command verdicts
-    for args in [(), ("--json", "--prom", "ping"), ("--bogus",), ("--prom", "stats"), ("top", "-n", "0"),
+    for args in [(), ("--json", "--prom", "ping"), ("--bogus",), ("--prom", "stats"), ("top", "-n", "0"), ("top",),
                  ("hist",), ("no_such_command",), ("ping", "")]:
         r = voltctl(*args, sock=d.control)
         assert r.returncode == 2, (args, r)
