@@ -218,6 +218,24 @@ int vio_listener_port(const struct vio_listener *l)
 	return l->port;
 }
 
+/* The acceptor waiting on ls, taken with ls->mu held (its reference moves
+ * to the caller), to be woken by wake_taken after the mutex is released. */
+static struct vrt_task *take_waiter(struct vio_lsock *ls)
+{
+	struct vrt_task *waiter = ls->waiter;
+
+	ls->waiter = NULL;
+	return waiter;
+}
+
+static void wake_taken(struct vrt_task *waiter)
+{
+	if (waiter) {
+		vrt_task_wake(waiter);
+		vrt_task_unref(waiter);
+	}
+}
+
 void vio_listener_close(struct vio_listener *l)
 {
 	for (unsigned i = 0; i < l->n; i++) {
@@ -228,13 +246,9 @@ void vio_listener_close(struct vio_listener *l)
 		pthread_mutex_lock(&ls->mu);
 		was_closed = ls->closed;
 		ls->closed = true;
-		waiter = ls->waiter;
-		ls->waiter = NULL;
+		waiter = take_waiter(ls);
 		pthread_mutex_unlock(&ls->mu);
-		if (waiter) {
-			vrt_task_wake(waiter);
-			vrt_task_unref(waiter);
-		}
+		wake_taken(waiter);
 		if (!was_closed)
 			vio__mbox_post(ls->home, &ls->stop_req);
 	}
@@ -350,13 +364,9 @@ void vio__lsock_done(struct vio_lsock *ls)
 
 	pthread_mutex_lock(&ls->mu);
 	ls->done = true;
-	waiter = ls->waiter;
-	ls->waiter = NULL;
+	waiter = take_waiter(ls);
 	pthread_mutex_unlock(&ls->mu);
-	if (waiter) {
-		vrt_task_wake(waiter);
-		vrt_task_unref(waiter);
-	}
+	wake_taken(waiter);
 }
 
 void vio__lsock_error(struct vio_lsock *ls, int err)

@@ -10,6 +10,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from conftest import VOLTD
 from httputil import parse_stats, check_accounting, request, voltd, backend  # noqa: F401
 from notifyutil import NotifyListener
@@ -46,23 +48,12 @@ def test_notify_sequence(daemon, tmp_path):
         n.close()
 
 
-def test_no_watchdog_without_watchdog_usec(daemon, tmp_path):
+@pytest.mark.parametrize("wd_env", [{}, {"WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1"}],
+                         ids=["no_watchdog_usec", "watchdog_for_another_pid"])
+def test_no_watchdog_pings_when_not_asked(daemon, tmp_path, wd_env):
     n = NotifyListener(tmp_path / "notify.sock")
     try:
-        d = daemon("-c", "/dev/null", env={"NOTIFY_SOCKET": n.path})
-        n.wait("READY", "1")
-        time.sleep(0.6)
-        assert n.count("WATCHDOG") == 0
-        assert d.stop() == 0
-    finally:
-        n.close()
-
-
-def test_watchdog_for_another_pid_is_ignored(daemon, tmp_path):
-    n = NotifyListener(tmp_path / "notify.sock")
-    try:
-        d = daemon("-c", "/dev/null", env={"NOTIFY_SOCKET": n.path, "WATCHDOG_USEC": "200000",
-                                           "WATCHDOG_PID": "1"})
+        d = daemon("-c", "/dev/null", env={"NOTIFY_SOCKET": n.path, **wd_env})
         n.wait("READY", "1")
         time.sleep(0.6)
         assert n.count("WATCHDOG") == 0
