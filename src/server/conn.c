@@ -297,7 +297,11 @@ static void on_request(struct vsrv_conn *c, struct vhttp_request *req, int64_t n
 	};
 	in.body = vhttp_request_take_body(req, &in.body_len);
 	size_t body_len = in.body_len;
-	rc = vjob_new(kind, &srv->jcfg, &in, &vj);
+	/* The job limits are live (vsrv_set_live): this request's copy. */
+	struct vjob_config jc = srv->jcfg;
+	jc.spin_max_n = vsrv__live(srv, spin_max_n);
+	jc.sleep_max_ms = vsrv__live(srv, sleep_max_ms);
+	rc = vjob_new(kind, &jc, &in, &vj);
 	if (rc < 0) {
 		vsrv__respond_status(c, seq, 503, req->version_minor, close, kidx, head_only, NULL, now);
 		goto out;

@@ -275,6 +275,7 @@ struct vsrv {
 	struct {
 		_Atomic uint32_t header_timeout_ms, body_timeout_ms, idle_timeout_ms;
 		_Atomic uint32_t send_timeout_ms, retry_after_s;
+		_Atomic uint64_t spin_max_n, sleep_max_ms;
 	} live;
 	struct vrt *rt;
 	struct vio *io;

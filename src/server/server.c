@@ -26,7 +26,7 @@
  * connection through the registry (a mutex, then vrt_task_wake, which
  * orders the store before the woken poll); tasks that read a stale value
  * merely finish one more step before they notice.
- * srv->live (timeouts, Retry-After): the daemon stores them from any thread
+ * srv->live (timeouts, Retry-After, job limits): the daemon stores them from any thread
  * (vsrv_set_live), connections load them when they compute a deadline or a
  * 503; relaxed both ways: each value stands alone, and a connection that
  * reads the old one computes one deadline as of a moment earlier.
@@ -486,6 +486,8 @@ int vsrv_set_live(struct vsrv *srv, const struct vsrv_config *cfg)
 	atomic_store_explicit(&srv->live.idle_timeout_ms, cfg->idle_timeout_ms, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.send_timeout_ms, cfg->send_timeout_ms, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.retry_after_s, cfg->retry_after_s, memory_order_relaxed);
+	atomic_store_explicit(&srv->live.spin_max_n, cfg->spin_max_n, memory_order_relaxed);
+	atomic_store_explicit(&srv->live.sleep_max_ms, cfg->sleep_max_ms, memory_order_relaxed);
 	return 0;
 }
 

@@ -111,10 +111,10 @@ bool vsrv_ready(const struct vsrv *srv);
 /*
  * The keys read per request, changed while running (the control socket's
  * `set`, a reload): cfg's header_timeout_ms, body_timeout_ms,
- * idle_timeout_ms, send_timeout_ms and retry_after_s are copied (the rest of
- * cfg is ignored). Any thread, any time between vsrv_new and vsrv_free;
- * connections use the new values for the deadlines and 503s they compute
- * from then on. 0, or -EINVAL for a zero timeout.
+ * idle_timeout_ms, send_timeout_ms, retry_after_s, spin_max_n and
+ * sleep_max_ms are copied (the rest of cfg is ignored). Any thread, any time between vsrv_new and vsrv_free;
+ * connections use the new values for the deadlines, 503s and jobs they
+ * make from then on. 0, or -EINVAL for a zero timeout.
  */
 int vsrv_set_live(struct vsrv *srv, const struct vsrv_config *cfg);
 /* Liveness for /livez (any thread): false while a worker is stalled past

@@ -116,9 +116,9 @@ static const struct vcfg_key schema[] = {
 	{ "stages", "retry_after_s", VCFG_UINT, "1", 0, 3600, VCFG_F_LIVE, NULL, F(server.retry_after_s),
 	  "Retry-After seconds of a shed 503" },
 	/* [jobs] */
-	{ "jobs", "spin_max_n", VCFG_U64, "1000000000", 1, 1000000000000ull, 0, NULL, F(server.spin_max_n),
+	{ "jobs", "spin_max_n", VCFG_U64, "1000000000", 1, 1000000000000ull, VCFG_F_LIVE, NULL, F(server.spin_max_n),
 	  "largest n of /v1/spin (400 above)" },
-	{ "jobs", "sleep_max_ms", VCFG_UINT, "60000", 1, 3600000, 0, NULL, F(server.sleep_max_ms),
+	{ "jobs", "sleep_max_ms", VCFG_UINT, "60000", 1, 3600000, VCFG_F_LIVE, NULL, F(server.sleep_max_ms),
 	  "largest ms of /v1/sleep (400 above)" },
 	{ "jobs", "slice_us", VCFG_UINT, "50", 1, 100000, 0, NULL, F(server.slice_us),
 	  "work a long job does before it yields its worker (microseconds)" },

@@ -246,3 +246,12 @@ def test_socket_mode_and_group(daemon, tmp_path):
     st = os.stat(sock)
     assert oct(st.st_mode & 0o777) == "0o640" and st.st_gid == g.gr_gid
     assert ctl(d, "ping")["ok"]
+
+
+def test_set_a_job_limit_takes_effect(daemon):
+    d = daemon()
+    assert request(d.port, "GET", "/v1/spin?n=1000").status == 200
+    r = ctl(d, "set jobs.spin_max_n 100")
+    assert r["ok"] and r["keys"][0]["apply"] == "live", r
+    assert request(d.port, "GET", "/v1/spin?n=1000").status == 400
+    assert request(d.port, "GET", "/v1/spin?n=100").status == 200
