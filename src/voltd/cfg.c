@@ -7,6 +7,7 @@
 #include "config.h"
 #include "voltd/cfg.h"
 #include "base/compiler.h"
+#include "base/query.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -178,18 +179,10 @@ static void add_err(struct vb_strlist *e, const char *fmt, ...)
 
 /* ------------------------------------------------------------------ values */
 
+/* A whole decimal number: digits only, no sign or space, no overflow. */
 static bool parse_u64(const char *s, uint64_t *out)
 {
-	char *end;
-
-	if (!isdigit((unsigned char)*s))
-		return false;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end)
-		return false;
-	*out = v;
-	return true;
+	return vb_parse_u64(s, strlen(s), out) == 0;
 }
 
 static_assert(sizeof(((struct vcfg_addr *)0)->text) == sizeof(((struct vcfg *)0)->listen_text[0]),
