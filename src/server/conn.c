@@ -487,6 +487,26 @@ static int64_t quiet_deadline(const struct vsrv_conn *c)
 	return c->tx_busy && c->tx_quiet && !c->tx_loud ? c->tx_since + VSRV_QUIET_NS : 0;
 }
 
+/* TCP_CLOSE of include/net/tcp_states.h (not in the uapi headers): the
+ * state of a socket the peer reset. */
+#define VSRV_TCP_STATE_CLOSE 7
+
+/*
+ * A connection that reads nothing (pipeline full, waiting for room in
+ * jobs) would not see its peer's reset before it sends, while its jobs
+ * burn executors. Once a second it looks at the socket's TCP state: reset
+ * means abandoned (a half-close is not: its answers are still sent).
+ */
+static bool peer_reset(const struct vsrv_conn *c)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	if (getsockopt(c->io.fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0)
+		return false;
+	return ti.tcpi_state == VSRV_TCP_STATE_CLOSE;
+}
+
 static int64_t dl_min(int64_t a, int64_t b)
 {
 	return !a ? b : !b ? a : a < b ? a : b;
@@ -501,6 +521,14 @@ static bool conn_timeouts(struct vsrv_conn *c, int64_t now)
 	if (qd && now >= qd) {
 		c->tx_loud = true; /* conn_tx_settle makes the send wake us */
 		return true;
+	}
+	if (c->probe_at && now >= c->probe_at) {
+		c->probe_at = now + VSRV_PROBE_NS;
+		if (peer_reset(c)) {
+			VSRV_INC(srv, client_resets);
+			conn_abort(c, "reset by peer (seen while not reading)");
+			return true;
+		}
 	}
 
 	if (sd && now >= sd && !send_progressed(c, now)) {
@@ -543,6 +571,7 @@ static void conn_arm(struct vsrv_conn *c, int64_t now)
 
 	if (c->budget_wait)
 		want = dl_min(want, now + VSRV_BUDGET_RECHECK_NS);
+	want = dl_min(want, c->probe_at);
 
 	if (!want)
 		return;
@@ -891,6 +920,11 @@ static enum vrt_poll conn_poll(struct vrt_task *t)
 	}
 	if (c->out || c->slots)
 		conn_give_back(c);
+	/* Not reading while requests are in flight: probe for a reset. */
+	if (c->rx_busy || c->lingering || c->aborting || c->eof || !vsrv__in_flight(c))
+		c->probe_at = 0;
+	else if (!c->probe_at)
+		c->probe_at = now + VSRV_PROBE_NS;
 	conn_arm(c, now);
 	return VRT_PENDING;
 }

@@ -213,6 +213,7 @@ struct vsrv_conn {
 	int64_t tmr_at;        /* what tmr is armed for (0: not armed) */
 	size_t rx_held;        /* the parser's body bytes charged to srv->inflight */
 	bool budget_wait;      /* not reading: over max_inflight_bytes */
+	int64_t probe_at;      /* next look for a peer reset while not reading (0: none) */
 	struct vio_timer tmr;  /* header/body/idle/send deadlines, lazily armed */
 	const char *close_reason; /* for the log, when requests are dropped */
 	struct vsrv_batch *out; /* taken for a response, given back when idle */
@@ -253,6 +254,9 @@ struct vsrv_exec {
  * bounded by max_connections x max_pipeline, and the per-request path of
  * small requests stays free of the shared counter). */
 #define VSRV_HOLD_MIN 4096
+/* A connection that reads nothing while requests are in flight looks for
+ * its peer's reset this often (conn.c peer_reset). */
+#define VSRV_PROBE_NS (1000 * VB_NS_PER_MS)
 /* A connection waiting for the budget looks again this often. */
 #define VSRV_BUDGET_RECHECK_NS (20 * VB_NS_PER_MS)
 

@@ -614,24 +614,27 @@ def test_pipeline_of_1000_answered_in_order(voltd):
     assert st["requests"] == 1000, st
 
 
-def test_heavy_jobs_abandoned_by_resets_stop_burning_cpu(voltd):
+@pytest.mark.parametrize("per_conn", [4, 64])
+def test_heavy_jobs_abandoned_by_resets_stop_burning_cpu(voltd, per_conn):
     """Heavy spins whose clients reset: their jobs are dropped at the next
     slice, and the daemon goes quiet (CPU over 2 s after the resets well
-    under the ~4 s two busy workers would burn)."""
+    under the ~4 s two busy workers would burn). With 64 pipelined
+    (max_pipeline) the connection reads nothing more, and sees the reset by
+    probing the socket's state once a second."""
     d = voltd()
     socks = []
     for _ in range(8):
         s = connect(d.port)
-        s.sendall(b"".join(req_bytes("GET", "/v1/spin?n=1000000000") for _ in range(4)))
+        s.sendall(b"".join(req_bytes("GET", "/v1/spin?n=1000000000") for _ in range(per_conn)))
         socks.append(s)
     time.sleep(1.0)
     for s in socks:
         reset(s)
-    time.sleep(0.5)
+    time.sleep(1.5)
     c0 = cpu_s(d.proc.pid)
     time.sleep(2.0)
     used = cpu_s(d.proc.pid) - c0
     print("heavy jobs reset: %.2f s of CPU over 2 s after the resets" % used)
     st = stop(d)
-    assert used < 0.5, used
-    assert st["results_dropped"] + st["requests_dropped"] >= 32, st
+    assert used < 0.3, used
+    assert st["requests_dropped"] >= 8 * per_conn, st
