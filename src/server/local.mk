@@ -25,3 +25,11 @@ EXTRA_DIST += \
 	tests/integration/test_http_load.py \
 	tests/integration/test_adversarial.py \
 	tests/integration/test_seam.py
+
+# The connection-object pool under concurrent take / give back.
+check_PROGRAMS += tests/unit/test_server_pool
+TESTS += tests/unit/test_server_pool
+TSAN_TESTS += tests/unit/test_server_pool
+tests_unit_test_server_pool_SOURCES = tests/unit/test_server_pool.c
+tests_unit_test_server_pool_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_server_pool_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
