@@ -526,6 +526,24 @@ uint8_t *vhttp_request_take_body(struct vhttp_request *r, size_t *len)
 	return b;
 }
 
+void vhttp_parser_reset(struct vhttp_parser *p)
+{
+	struct vhttp_limits lim = p->lim;
+	char *in = p->in, *hb = p->hb;
+	size_t in_cap = p->in_cap, hb_cap = p->hb_cap;
+
+	vhttp_request_free(p->req);
+	memset(p, 0, sizeof(*p));
+	p->lim = lim;
+	p->in = in;
+	p->in_cap = in_cap;
+	p->hb = hb;
+	p->hb_cap = hb_cap;
+	llhttp_init(&p->ll, HTTP_REQUEST, &settings);
+	p->ll.data = p;
+	p->st = ST_HEAD;
+}
+
 int vhttp_parser_new(const struct vhttp_limits *lim, struct vhttp_parser **out)
 {
 	*out = NULL;
@@ -543,9 +561,7 @@ int vhttp_parser_new(const struct vhttp_limits *lim, struct vhttp_parser **out)
 	p->hb = malloc(p->hb_cap);
 	if (!p->hb)
 		goto free_in;
-	llhttp_init(&p->ll, HTTP_REQUEST, &settings);
-	p->ll.data = p;
-	p->st = ST_HEAD;
+	vhttp_parser_reset(p);
 	*out = p;
 	return 0;
 
@@ -565,24 +581,6 @@ void vhttp_parser_free(struct vhttp_parser *p)
 	free(p->hb);
 	free(p->in);
 	free(p);
-}
-
-void vhttp_parser_reset(struct vhttp_parser *p)
-{
-	struct vhttp_limits lim = p->lim;
-	char *in = p->in, *hb = p->hb;
-	size_t in_cap = p->in_cap, hb_cap = p->hb_cap;
-
-	vhttp_request_free(p->req);
-	memset(p, 0, sizeof(*p));
-	p->lim = lim;
-	p->in = in;
-	p->in_cap = in_cap;
-	p->hb = hb;
-	p->hb_cap = hb_cap;
-	llhttp_init(&p->ll, HTTP_REQUEST, &settings);
-	p->ll.data = p;
-	p->st = ST_HEAD;
 }
 
 void *vhttp_parser_rbuf(struct vhttp_parser *p, size_t *room)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from httputil import Reader, connect, req_bytes, reset, stop, voltd, backend  # noqa: F401
+from httputil import Reader, connect, raw_exchange, req_bytes, reset, stop, voltd, backend  # noqa: F401
 
 
 def timed_request(port, target, timeout=30):
@@ -561,15 +561,7 @@ def test_20000_short_connections_no_fd_leak(voltd):
     def run(n):
         for _ in range(n):
             try:
-                s = socket.create_connection(("127.0.0.1", d.port), timeout=20)
-                s.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-                data = b""
-                while True:
-                    chunk = s.recv(4096)
-                    if not chunk:
-                        break
-                    data += chunk
-                s.close()
+                data = raw_exchange(d.port, req_bytes("GET", "/healthz", close=True), timeout=20)
                 if not data.startswith(b"HTTP/1.1 200 "):
                     errors.append(data[:80])
             except OSError as e:
