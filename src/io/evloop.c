@@ -224,8 +224,7 @@ static void ev_lsock_stop(struct vio_worker *w, struct vio_lsock *ls)
 		ls->armed = false;
 	}
 	if (!ls->fd_closed) {
-		if (ls->own_fd)
-			close(ls->fd);
+		vio__lsock_close_fd(ls);
 		ls->fd_closed = true;
 		vio__lsock_done(ls);
 	}

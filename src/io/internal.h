@@ -112,7 +112,9 @@ unsigned vio__theap_run(struct vio_theap *h, int64_t now);
 
 struct vio_lsock {
 	int fd;                    /* constant */
-	bool own_fd;               /* close it at the end (adopted duplicates: once) */
+	bool own_fd;               /* close it at the end (adopted: see fd_users) */
+	_Atomic unsigned *fd_users; /* adopted fd shared by several workers: users
+				     * left (the last closes it); NULL: own fd */
 	struct vio_worker *home;   /* accepts on this worker; constant */
 	struct vio_listener *l;
 	pthread_mutex_t mu;        /* guards q.. and the two flags after it */
@@ -132,6 +134,11 @@ struct vio_lsock {
 	void *evw[8];              /* libev watcher storage */
 };
 
+/* ls is done with its socket: close it, or, when the fd is shared by
+ * several workers (adopted), let the last one close it, so that no worker's
+ * epoll or ring still uses the fd (or a reuse of its number). Once. */
+void vio__lsock_close_fd(struct vio_lsock *ls);
+
 /* The home worker's accept on ls has ended after vio_listener_close (its
  * socket is closed): vio_accept may now say -ESHUTDOWN. Home worker. */
 void vio__lsock_done(struct vio_lsock *ls);
@@ -141,6 +148,7 @@ struct vio_listener {
 	unsigned n;
 	int port;
 	struct vio_listener *next; /* io->listeners, under io->mu */
+	_Atomic unsigned *fd_users; /* adopted: per fd, lsocks still using it */
 	struct vio_lsock ls[];
 };
 

@@ -7,7 +7,14 @@
  * Threading: a vio_lsock's queue, waiter and flags are guarded by its mutex
  * (home worker pushes, the acceptor task pops, vio_listener_close from any
  * thread); `armed`, `stopping`, `resume_at` belong to the home worker.
- * Wakes and unrefs happen after the mutex is released. Closing stops the
+ * Wakes and unrefs happen after the mutex is released. An adopted socket
+ * is shared by the workers' lsocks: each one's stop drops a count in
+ * l->fd_users and the last one closes the fd.
+ *
+ * Ordering
+ * [L1] vio__lsock_close_fd: acq_rel fetch_sub of the shared fd's user
+ *      count: every worker's last use of the fd (epoll_ctl, a ring's
+ *      accept) happens before the last one's close. Closing stops the
  * accepting but keeps what was accepted: vio_accept hands it out and says
  * -ESHUTDOWN only when the queue is empty and `done` (the home worker's
  * accept has ended, vio__lsock_done). Back pressure: above
@@ -62,8 +69,8 @@ static void lsock_fini(struct vio_lsock *ls)
 	}
 	if (ls->waiter)
 		vrt_task_unref(ls->waiter);
-	if (!ls->fd_closed && ls->own_fd)
-		close(ls->fd);
+	if (!ls->fd_closed)
+		vio__lsock_close_fd(ls);
 	free(ls->q);
 	pthread_mutex_destroy(&ls->mu);
 }
@@ -72,7 +79,19 @@ static void listener_free(struct vio_listener *l)
 {
 	for (unsigned i = 0; i < l->n; i++)
 		lsock_fini(&l->ls[i]);
+	free(l->fd_users);
 	free(l);
+}
+
+void vio__lsock_close_fd(struct vio_lsock *ls)
+{
+	if (ls->fd_users) {
+		/* [L1] acq_rel: see the Ordering block. */
+		if (atomic_fetch_sub_explicit(ls->fd_users, 1, memory_order_acq_rel) == 1)
+			close(ls->fd);
+	} else if (ls->own_fd) {
+		close(ls->fd);
+	}
 }
 
 static struct vio_listener *listener_alloc(struct vio *io)
@@ -191,11 +210,19 @@ int vio_listener_adopt(struct vio *io, const int *fds, unsigned nfds, struct vio
 	l = listener_alloc(io);
 	if (!l)
 		return -ENOMEM;
+	l->fd_users = calloc(nfds, sizeof(*l->fd_users));
+	if (!l->fd_users) {
+		free(l);
+		return -ENOMEM;
+	}
+	for (unsigned f = 0; f < nfds; f++) /* workers i with i % nfds == f */
+		atomic_init(&l->fd_users[f], l->n / nfds + (f < l->n % nfds));
 	for (unsigned i = 0; i < l->n; i++) {
-		/* Worker i shares fds[i % nfds]; the first user owns it. */
-		r = lsock_init(&l->ls[i], l, &io->w[i], fds[i % nfds], i < nfds);
+		/* Worker i shares fds[i % nfds]; the last user closes it. */
+		r = lsock_init(&l->ls[i], l, &io->w[i], fds[i % nfds], true);
 		if (r < 0)
 			goto err;
+		l->ls[i].fd_users = &l->fd_users[i % nfds];
 	}
 	for (unsigned i = l->n; i < nfds; i++)
 		close(fds[i]); /* more sockets than workers: never used */

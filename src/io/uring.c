@@ -377,8 +377,7 @@ static void ur_lsock_arm(struct vio_worker *w, struct vio_lsock *ls)
 static void lsock_close_fd(struct vio_lsock *ls)
 {
 	if (!ls->fd_closed) {
-		if (ls->own_fd)
-			close(ls->fd);
+		vio__lsock_close_fd(ls);
 		ls->fd_closed = true;
 		vio__lsock_done(ls);
 	}

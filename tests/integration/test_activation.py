@@ -89,14 +89,19 @@ def test_unknown_socket_name_is_an_error(tmp_path):
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     s.listen(8)
-    os.dup2(s.fileno(), 3)
+    fd = s.fileno()
+
+    def child_fds():  # fd 3 in the child only: the test process's fd 3 is pytest's
+        os.dup2(fd, 3)
+        os.set_inheritable(3, True)
+
     try:
         env = dict(os.environ, LISTEN_FDS="1", LISTEN_FDNAMES="metrics")
         r = subprocess.run(["sh", "-c", 'LISTEN_PID=$$ exec "$@"', "sh", VOLTD, "-f", "-c", "/dev/null",
                             "-s", "control.socket=%s" % (tmp_path / "c.sock")],
-                           pass_fds=(3,), env=env, capture_output=True, text=True, timeout=20)
+                           preexec_fn=child_fds, close_fds=False, env=env, capture_output=True,
+                           text=True, timeout=20)
     finally:
-        os.close(3)
         s.close()
     assert r.returncode == 78, r.stderr
     assert "named 'metrics'" in r.stderr, r.stderr
