@@ -135,6 +135,11 @@ def raise_nofile(n):
 
 
 IDLE_CONNS = int(os.environ.get("VOLTD_IDLE_CONNS", "5000"))
+# In the ASan build RSS measures ASan's allocator (its quarantine keeps
+# freed memory, it ignores mallopt and malloc_trim): the memory cases run
+# there for the memory errors they may find, and assert RSS figures only in
+# the other builds.
+ASAN = "asan" in os.path.basename(os.path.normpath(os.environ.get("VOLTD_BUILDDIR", "")))
 
 
 def test_idle_keepalive_connections_hold_no_buffers(voltd):
@@ -166,7 +171,8 @@ def test_idle_keepalive_connections_hold_no_buffers(voltd):
     grown = rss_kb(d.proc.pid) - base
     per = grown * 1024 / n
     print("idle keep-alive: %d connections, RSS +%d KB, %.0f B per connection" % (n, grown, per))
-    assert per <= 2048, per
+    if not ASAN:
+        assert per <= 2048, per
     for s in conns:
         s.close()
     st = stop(d)
@@ -248,11 +254,12 @@ def test_slow_readers_memory_bounded_and_returned(voltd):
     assert Reader(s).response().status == 200
     s.close()
     st = stop(d)
-    assert settled <= bound, (base, settled)
-    # the budget held: what is held for requests and replies stays near it
-    # (plus the fixed cost of 200 connections and the parsers in the caches)
-    assert peak - base < (budget + 48 * MIB) // 1024, (base, peak)
     assert st["budget_waits"] > 0, st
+    if not ASAN:
+        assert settled <= bound, (base, settled)
+        # the budget held: what is held for requests and replies stays near
+        # it (plus the fixed cost of 200 connections and the caches)
+        assert peak - base < (budget + 48 * MIB) // 1024, (base, peak)
 
 
 def test_budget_sheds_in_shed_mode(voltd):
@@ -429,7 +436,6 @@ def cpu_s(pid):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-ASAN = "asan" in os.path.basename(os.path.normpath(os.environ.get("VOLTD_BUILDDIR", "")))
 SOAK_S = float(os.environ.get("VOLTD_SOAK_S", "15" if ASAN else "30"))
 
 
@@ -460,7 +466,8 @@ def test_mixed_soak_rss_flat(voltd):
     st = stop(d)
     assert not load.failed, load.failed[:5]
     assert load.ok > 100, load.ok
-    assert drift < 0.05, (start, end, samples)
+    if not ASAN:
+        assert drift < 0.05, (start, end, samples)
     assert st["requests"] >= load.ok
 
 
