@@ -40,9 +40,6 @@ EXTRA_DIST += tests/integration/test_cli.py tests/integration/test_daemon_io.py 
 # run in the --without-systemd build (scripts/test, build-nosd).
 NOTIFY_TESTS = tests/integration/test_notify.py
 TESTS += $(NOTIFY_TESTS) tests/integration/test_drain.py tests/integration/test_activation.py tests/integration/test_units.py tests/integration/test_haproxy.py
-# Under ThreadSanitizer too: workers sharing one inherited socket while it
-# closes (voltd exits 66 on a report, which the test sees).
-TSAN_TESTS += tests/integration/test_activation.py
 EXTRA_DIST += $(NOTIFY_TESTS) tests/integration/test_drain.py tests/integration/test_activation.py tests/integration/test_units.py tests/integration/test_haproxy.py tests/integration/notifyutil.py contrib/haproxy/voltd.cfg
 
 dist_man_MANS += man/voltd.8 man/voltd.conf.5
