@@ -190,7 +190,7 @@ def test_idle_keepalive_connections_hold_no_buffers(voltd):
 def test_slow_readers_memory_bounded_and_returned(voltd):
     """200 clients POST 1 MiB to /v1/echo and never read: the in-flight
     budget bounds what the server holds (it stops reading), the waits are
-    counted, and after the clients reset RSS is back within 20 % (+3 MiB)
+    counted, and after the clients reset RSS is back within 20 % (or 2 MiB)
     of its baseline within 5 s (it was 380 MB, then 146 MB kept)."""
     budget = 64 * MIB
     d = voltd("-s", "server.max_inflight_bytes=%d" % budget, "-s", "server.send_timeout_ms=60000")
@@ -207,7 +207,7 @@ def test_slow_readers_memory_bounded_and_returned(voltd):
     for s in warm:
         assert Reader(s).response().status == 200
         s.close()
-    for _ in range(4):
+    for _ in range(16):  # also runs every provided buffer of both rings
         s = connect(d.port)
         s.sendall(req_bytes("POST", "/v1/echo", b"w" * MIB, close=True))
         r = Reader(s).response()
@@ -243,10 +243,10 @@ def test_slow_readers_memory_bounded_and_returned(voltd):
     for c in conns:
         reset(c[0])
     t1 = time.monotonic()
-    # 20 % of the baseline, plus 3 MiB for what stays by design: the
-    # io_uring provided buffers the burst touched (fixed per worker) and
-    # the allocator's residue between live objects
-    bound = base * 1.2 + 3072
+    # 20 % of the baseline, or 2 MiB when that is more (libev's baseline is
+    # ~5.5 MB: 20 % is 1.1 MB, and ~1.5 MB of allocator residue between
+    # live objects stays in the workers' arenas)
+    bound = max(base * 1.2, base + 2048)
     settled = rss_kb(d.proc.pid)
     while time.monotonic() - t1 < 5 and settled > bound:
         time.sleep(0.25)
