@@ -346,6 +346,18 @@ static struct vrt_task *pull_inject(struct vrt_worker *w)
 	vrt__ctr_add(&w->c.global_tasks, n);
 	w->pf_head = 1;
 	w->pf_len = n - 1;
+	if (n > 1 && w->stealing && rt->nworkers > 1 && vrt__wsq_len(&w->q) == 0) {
+		/* The rest of the batch goes to our ring (empty: the batch
+		 * keeps its order, behind only a task the first one puts in
+		 * the LIFO slot), where idle workers can steal it while we
+		 * run a long task; the prefetch buffer is owner-only (issue
+		 * 13, defect 5). With local work queued (the global-interval
+		 * tick) it stays in the buffer, to run before that work.
+		 * No notify: the pushers of these tasks notified already. */
+		for (unsigned i = 1; i < n; i++)
+			push_ring(w, w->prefetch[i], false);
+		w->pf_len = 0;
+	}
 	return w->prefetch[0];
 }
 

@@ -427,6 +427,84 @@ static void test_shutdown_drain(void **st)
 	shutdown_case(VRT_SHUTDOWN_DRAIN);
 }
 
+/* A batch taken from the injection queue by a worker that then runs a long
+ * task must not wait for that task: the rest of the batch is stealable
+ * (issue 13, defect 5). Two holders occupy both workers while a blocker and
+ * 63 light tasks are spawned remotely (all into the injection queue); once
+ * released, the worker that takes the blocker's batch spins in the blocker
+ * until every light task ran (at most 3 s): the other worker must run them
+ * all, including those in the blocker's batch. */
+enum { IB_LIGHT = 63 };
+static _Atomic int ib_release, ib_running, ib_light_done;
+
+static enum vrt_poll fn_ib_holder(struct tt *x)
+{
+	int64_t end = vb_now_ns() + 5000 * VB_NS_PER_MS;
+
+	(void)x;
+	atomic_fetch_add(&ib_running, 1);
+	while (!atomic_load(&ib_release) && vb_now_ns() < end)
+		vb_cpu_relax();
+	return VRT_READY;
+}
+
+static enum vrt_poll fn_ib_light(struct tt *x)
+{
+	(void)x;
+	atomic_fetch_add(&ib_light_done, 1);
+	return VRT_READY;
+}
+
+static enum vrt_poll fn_ib_blocker(struct tt *x)
+{
+	int64_t end = vb_now_ns() + 3000 * VB_NS_PER_MS;
+
+	while (atomic_load(&ib_light_done) < IB_LIGHT && vb_now_ns() < end)
+		vb_cpu_relax();
+	x->val = (uint64_t)atomic_load(&ib_light_done);
+	return VRT_READY;
+}
+
+static void test_inject_batch_stealable(void **st)
+{
+	static _Atomic int drops; /* static: tasks may outlive a failed assert */
+	bool ran = false;
+
+	(void)st;
+	for (int attempt = 0; attempt < 20 && !ran; attempt++) {
+		struct vrt *rt = mkrt(2);
+		struct tt *h[2], *b;
+		int64_t end = vb_now_ns() + 500 * VB_NS_PER_MS;
+
+		atomic_store(&ib_release, 0);
+		atomic_store(&ib_running, 0);
+		atomic_store(&ib_light_done, 0);
+		for (int i = 0; i < 2; i++) {
+			h[i] = tt_new(fn_ib_holder, &drops);
+			assert_int_equal(vrt_spawn_detached(rt, &h[i]->t), 0);
+		}
+		/* Both holders running: one per worker. If one worker took
+		 * both, try again. */
+		while (atomic_load(&ib_running) < 2 && vb_now_ns() < end)
+			usleep(100);
+		if (atomic_load(&ib_running) == 2) {
+			ran = true;
+			b = tt_new(fn_ib_blocker, &drops);
+			assert_int_equal(vrt_spawn(rt, &b->t), 0);
+			for (int i = 0; i < IB_LIGHT; i++)
+				assert_int_equal(vrt_spawn_detached(rt, &tt_new(fn_ib_light, &drops)->t), 0);
+			atomic_store(&ib_release, 1);
+			vrt_task_join_wait(&b->t);
+			assert_int_equal(b->val, IB_LIGHT);
+			vrt_task_unref(&b->t);
+		}
+		atomic_store(&ib_release, 1);
+		vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
+		vrt_free(rt);
+	}
+	assert_true(ran);
+}
+
 static void test_config_and_tunables(void **st)
 {
 	struct vrt_config c;
@@ -602,6 +680,7 @@ int main(void)
 		cmocka_unit_test(test_join_task),
 		cmocka_unit_test(test_shutdown_drop),
 		cmocka_unit_test(test_shutdown_drain),
+		cmocka_unit_test(test_inject_batch_stealable),
 		cmocka_unit_test(test_config_and_tunables),
 		cmocka_unit_test(test_idle_cpu),
 		cmocka_unit_test(test_park_ops),
