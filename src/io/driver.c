@@ -173,12 +173,21 @@ static void po_poll(void *ctx, unsigned id)
 	io->be->poll(w);
 }
 
+static void po_flush(void *ctx, unsigned id)
+{
+	struct vio *io = ctx;
+
+	if (io->be->flush)
+		io->be->flush(&io->w[id]);
+}
+
 static const struct vrt_park_ops park_ops = {
 	.worker_start = po_worker_start,
 	.worker_stop = po_worker_stop,
 	.park = po_park,
 	.unpark = po_unpark,
 	.poll = po_poll,
+	.flush = po_flush,
 };
 
 void vio_park_ops(struct vio *io, const struct vrt_park_ops **ops, void **ctx)
@@ -365,6 +374,7 @@ const struct vb_metric vio_worker_metrics[] = {
 	W(park_wakeups_io, VB_METRIC_COUNTER, "driver sleeps ended by an I/O completion"),
 	W(sq_full, VB_METRIC_COUNTER, "times the submission queue was full"),
 	W(cq_overflow, VB_METRIC_COUNTER, "completion queue overflows"),
+	W(flushes, VB_METRIC_COUNTER, "submissions made right after a task poll (16 queued, or one 200 us old)"),
 	W(migrations, VB_METRIC_COUNTER, "connection operations issued on another worker than the previous one"),
 	W(timers_armed, VB_METRIC_GAUGE, "timers armed on this worker now"),
 	W(bufs_out, VB_METRIC_GAUGE, "provided buffers held by connections now"),

@@ -335,6 +335,7 @@ const struct vio_backend_ops vio__ev_ops = {
 	.wait = ev_wait,
 	.poll = ev_poll,
 	.kick = ev_kick,
+	.flush = NULL, /* operations run at once or wait in epoll */
 	.try_now = ev_try_now,
 	.submit = ev_submit,
 	.cancel = ev_cancel,

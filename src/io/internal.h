@@ -180,6 +180,9 @@ struct vio_backend_ops {
 	void (*wait)(struct vio_worker *w, int64_t timeout_ns);
 	/* Owner: submit what is queued and process ready events; never blocks. */
 	void (*poll)(struct vio_worker *w);
+	/* Owner, after every task poll, never blocks: submit what is queued
+	 * if it waited long enough (NULL: the backend has nothing queued). */
+	void (*flush)(struct vio_worker *w);
 	/* Any thread: end the owner's wait(). */
 	void (*kick)(struct vio_worker *w);
 	/* Owner: try to finish `op` without waiting (NULL: never). True with
@@ -215,7 +218,7 @@ extern bool vio__uring_test_sq_busy;
 	X(recv_multishot_arms) X(recv_enobufs) X(recv_plain) \
 	X(recv_bytes) X(send_bytes) X(send_partial) \
 	X(accepts) X(accept_pauses) X(accept_errors) X(accept_rearms) X(timers_fired) \
-	X(parks) X(park_wakeups_io) X(sq_full) X(cq_overflow) \
+	X(parks) X(park_wakeups_io) X(sq_full) X(cq_overflow) X(flushes) \
 	X(migrations)
 
 struct vio_wstats {

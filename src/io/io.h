@@ -261,6 +261,7 @@ struct vio_worker_stats {
 	uint64_t timers_fired;
 	uint64_t parks, park_wakeups_io;
 	uint64_t sq_full, cq_overflow;
+	uint64_t flushes;          /* io_uring: submissions made after a task poll (not at a poll or park) */
 	uint64_t migrations;       /* connection operations issued on another worker than the previous one */
 	uint64_t timers_armed;     /* entries in this worker's timer heap */
 	uint64_t bufs_out;         /* provided buffers currently held by connections */

@@ -64,6 +64,7 @@ struct vio_uring_w {
 	struct io_uring_cqe *cq_stash;
 	unsigned stash_head, stash_tail, stash_cap;
 	bool dispatching;           /* inside cqe_dispatch (nesting is a bug) */
+	int64_t sq_since;           /* when the oldest unsubmitted SQE was taken */
 	struct io_uring_buf_ring *br;
 	size_t br_bytes, buf_bytes;
 	unsigned br_mask;
@@ -275,6 +276,8 @@ static struct io_uring_sqe *get_sqe(struct vio_worker *w)
 	struct io_uring_sqe *sqe;
 	unsigned tries = 0;
 
+	if (!io_uring_sq_ready(&uw->ring))
+		uw->sq_since = vb_now_ns(); /* the first of a batch (ur_flush) */
 	while (!(sqe = io_uring_get_sqe(&uw->ring))) {
 		int r;
 
@@ -575,6 +578,26 @@ static void ur_poll(struct vio_worker *w)
 		reap(w);
 }
 
+/* Submissions do not wait for the next poll or park (up to io_poll_interval
+ * task polls, milliseconds): after a task poll, 16 queued SQEs or one that
+ * waited 200 us go to the kernel (io_uring_submit: no completions are
+ * reaped here; the next poll does that). */
+#define FLUSH_BATCH 16
+#define FLUSH_WAIT_NS (200 * 1000)
+
+static void ur_flush(struct vio_worker *w)
+{
+	struct vio_uring_w *uw = uw_of(w);
+	unsigned n = io_uring_sq_ready(&uw->ring);
+
+	if (n == 0)
+		return;
+	if (n >= FLUSH_BATCH || vb_now_ns() - uw->sq_since >= FLUSH_WAIT_NS) {
+		VIO_STAT_INC(w, flushes);
+		io_uring_submit(&uw->ring);
+	}
+}
+
 static void ur_wait(struct vio_worker *w, int64_t timeout_ns)
 {
 	struct vio_uring_w *uw = uw_of(w);
@@ -759,6 +782,7 @@ const struct vio_backend_ops vio__uring_ops = {
 	.wait = ur_wait,
 	.poll = ur_poll,
 	.kick = ur_kick,
+	.flush = ur_flush,
 	.try_now = NULL,
 	.submit = ur_submit,
 	.cancel = ur_cancel,

@@ -320,4 +320,5 @@ const struct vrt_park_ops vrt__futex_park_ops = {
 	.park = futex_park,
 	.unpark = futex_unpark,
 	.poll = NULL,
+	.flush = NULL,
 };

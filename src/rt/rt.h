@@ -178,6 +178,11 @@ struct vrt_park_ops {
 	 * May be NULL. worker_start / worker_stop may be NULL too; a
 	 * worker_start < 0 makes vrt_new fail with that error. */
 	void (*poll)(void *ctx, unsigned worker);
+	/* Worker thread, after every task poll, never blocks: hand work the
+	 * driver queued to the kernel if it has waited long enough (the
+	 * driver's rule; io_uring: 16 queued submissions or 200 us), so that
+	 * a send is not held until the next poll() or park. May be NULL. */
+	void (*flush)(void *ctx, unsigned worker);
 };
 
 /* Embedded in the daemon's struct vcfg and filled from voltd.conf's

@@ -592,6 +592,8 @@ static void run_task(struct vrt_worker *w, struct vrt_task *t)
 	vrt__tls_task = NULL;
 	vrt__ctr_add(&w->c.polls, 1);
 	w->batch_polls++;
+	if (w->rt->ops->flush)
+		w->rt->ops->flush(w->rt->park_ctx, w->id);
 
 	if (r == VRT_READY) {
 		vrt__task_complete(w, t);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "tests/helpers/io_harness.h"
+#include "tests/helpers/test_config.h"
 #include "base/time.h"
 
 #define MS VB_NS_PER_MS
@@ -680,6 +681,74 @@ static void test_abandon_during_close(void **state)
 	ct_finish(&h, t, fds[1]);
 }
 
+/* ------------- a send while the worker stays busy (defect 3) */
+
+/* One worker, driver polled only before parking (io_poll_interval 0): the
+ * sender queues a send, then a busy task keeps the worker running (it
+ * yields for 2 s). The send must reach the kernel within a bounded time
+ * after a task poll (ur_flush), not when the worker next parks. */
+static _Atomic int busy_stop;
+
+static enum vrt_poll busy_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+
+	if (!t->t0)
+		t->t0 = vb_now_ns();
+	if (atomic_load(&busy_stop) || vb_now_ns() - t->t0 > 2000 * MS)
+		return VRT_READY;
+	return VRT_YIELD;
+}
+
+static enum vrt_poll busy_sender_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p;
+
+	if (t->step == 0) {
+		struct ct *b = ct_new(busy_poll, -1);
+
+		TASK_CHECK(vrt_spawn_detached(vrt_current_rt(), &b->base.t) == 0);
+		t->step = 1;
+	}
+	if (t->step == 1) {
+		p = vio_conn_send(&t->c, "z", 1, &t->res);
+		if (p != VRT_READY)
+			return p;
+		t->step = 2;
+	}
+	return vio_conn_close(&t->c, &t->close_res);
+}
+
+static void test_send_while_busy(void **state)
+{
+	struct ioh h;
+	struct vrt_config rc;
+	struct pollfd pfd;
+	int fds[2];
+	struct ct *t;
+	int64_t t0;
+
+	(void)state;
+	tcfg_rt(&rc);
+	rc.io_poll_interval = 0;
+	ioh_start(&h, 1, NULL, &rc);
+	atomic_store(&busy_stop, 0);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	t = ct_new(busy_sender_poll, fds[0]);
+	t0 = vb_now_ns();
+	ioh_spawn(&h, &t->base, true);
+	pfd.fd = fds[1];
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 1500), 1); /* before the busy task ends */
+	print_message("# send reached the peer after %.3f ms of a busy worker\n",
+		      (double)(vb_now_ns() - t0) / 1e6);
+	atomic_store(&busy_stop, 1);
+	ct_join(t);
+	assert_int_equal(t->res, 1);
+	ct_finish(&h, t, fds[1]);
+}
+
 /* --------------------- a stalled reader while the peer floods it */
 
 static enum vrt_poll slow_reader_poll(struct ioh_task *self)
@@ -770,6 +839,7 @@ int main(void)
 		cmocka_unit_test(test_reset),
 		cmocka_unit_test(test_close_with_recv_pending),
 		cmocka_unit_test(test_abandon_during_close),
+		cmocka_unit_test(test_send_while_busy),
 		cmocka_unit_test(test_stalled_reader),
 	};
 
