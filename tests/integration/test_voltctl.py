@@ -206,7 +206,9 @@ def test_stall_shows_in_stats_and_top(daemon):
     assert elapsed < 0.6, elapsed
     assert w["stall"] == 1 and w["state"] == 0 and w["stall_age_ns"] >= 50e6 and w["poll_age_ns"] > 0, w
     rt = json.loads(voltctl("--json", "stats", "runtime", sock=d.control).stdout)["runtime"]
-    assert rt["stalled"] == 1 and rt["stalls"] == 1, rt
+    # stalls >= 1: on a loaded machine the stalled thread may be descheduled
+    # long enough for the monitor to end the stall and flag it again
+    assert rt["stalled"] == 1 and rt["stalls"] >= 1, rt
     top = voltctl("top", "-b", "-n", "1", "-d", "0.2", sock=d.control)
     assert top.returncode == 0 and "STALLED spinning" in worker_rows(top.stdout)[w["worker"]], top.stdout
     th.join(10)
