@@ -340,6 +340,10 @@ struct vrt_monitor {
 	struct vb_event stop_ev;
 	_Atomic uint32_t stop;
 	_Atomic uint32_t warn_ms;       /* live threshold (vrt_set_stall_warn_ms) */
+	/* 1 while the monitor sleeps long because every worker was parked
+	 * ([M3]/[M4]); the first worker to leave its park wakes it. Its own
+	 * line: workers read it at every unpark, the monitor writes it rarely. */
+	_Atomic uint32_t deep vb_cacheline_aligned;
 	struct vrt_mon_worker *w;       /* nworkers entries */
 };
 
@@ -448,6 +452,17 @@ static inline void vrt__park_wait(struct vrt_worker *w, int64_t timeout_ns)
 	atomic_store_explicit(&w->c.parked, 1, memory_order_relaxed);
 	rt->ops->park(rt->park_ctx, w->id, timeout_ns);
 	atomic_store_explicit(&w->c.parked, 0, memory_order_relaxed);
+	/* [M3] seq_cst fence: orders the parked = 0 store above before the
+	 * load of mon.deep; pairs with the monitor's [M4] (store buffering:
+	 * either the monitor sees this worker unparked and does not sleep
+	 * long, or this worker sees deep = 1 and wakes it). One fence per
+	 * unpark, which has just left a system call anyway. */
+	atomic_thread_fence(memory_order_seq_cst);
+	/* relaxed (both): the fence above orders the load; the exchange only
+	 * picks the one worker that sets the event. */
+	if (atomic_load_explicit(&rt->mon.deep, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&rt->mon.deep, 0, memory_order_relaxed))
+		vb_event_set(&rt->mon.stop_ev);
 }
 
 /*

@@ -33,6 +33,14 @@
  * or a snapshot value one event old; nothing is published through them.
  *   [M1] stop: the stopper's release store pairs with the monitor's
  *        acquire load after its event wait (the event orders too).
+ *   [M3]/[M4] idle: a tick that finds every worker parked stores
+ *        mon.deep = 1, then a seq_cst fence [M4], then reads every parked
+ *        flag again; a worker leaving its park stores parked = 0, then a
+ *        seq_cst fence [M3] (internal.h, vrt__park_wait), then reads
+ *        mon.deep. Store buffering: at least one side sees the other's
+ *        store, so either the monitor keeps its short period or the worker
+ *        wakes it. A poll (and so a stall) starts only after an unpark, so
+ *        an idle runtime costs no monitor ticks but MON_DEEP_MS apart.
  *   cpu_clock / tid: written by the worker before [W8] (worker.c), read
  *   after vrt_new returned; workers_joined: release store after the joins
  *   in vrt_shutdown pairs with the acquire load in vrt__worker_cpu_ns [M2].
@@ -52,6 +60,7 @@
 
 #define MON_TICK_MIN_MS 10u
 #define MON_TICK_MAX_MS 1000u
+#define MON_DEEP_MS 10000u /* sleep while every worker is parked (a safety bound) */
 #define STALL_WARN_MAX_MS 3600000u
 
 const char *vrt_worker_state_name(enum vrt_worker_state s)
@@ -263,6 +272,37 @@ static void unflag_stall(unsigned i, struct vrt_mon_worker *m, int64_t now)
 		  i, (uint64_t)(now - m->first_seen_ns) / 1000000u);
 }
 
+/* Is every worker parked now? relaxed: hints, see Ordering ([M4] orders
+ * the reads that decide a long sleep). */
+static bool all_parked(struct vrt *rt)
+{
+	for (unsigned i = 0; i < rt->nworkers; i++)
+		if (!atomic_load_explicit(&rt->workers[i]->c.parked, memory_order_relaxed))
+			return false;
+	return true;
+}
+
+/* The next sleep of the monitor: period, or MON_DEEP_MS while every worker
+ * is parked and none is flagged ([M4]; a worker's unpark ends it, [M3]). */
+static int64_t next_sleep_ms(struct vrt *rt, unsigned period)
+{
+	for (unsigned i = 0; i < rt->nworkers; i++)
+		if (rt->mon.w[i].flagged)
+			return period;
+	if (!all_parked(rt))
+		return period;
+	/* relaxed: ordered by the fence below. */
+	atomic_store_explicit(&rt->mon.deep, 1, memory_order_relaxed);
+	/* [M4] seq_cst fence: orders the deep = 1 store before the parked
+	 * reads below; pairs with the workers' [M3] in vrt__park_wait. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (all_parked(rt))
+		return MON_DEEP_MS;
+	/* relaxed: a worker woke meanwhile; it may also have cleared it. */
+	atomic_store_explicit(&rt->mon.deep, 0, memory_order_relaxed);
+	return period;
+}
+
 static void tick(struct vrt *rt, uint64_t warn_ns)
 {
 	int64_t now = vb_now_ns();
@@ -323,7 +363,9 @@ static void *monitor_main(void *arg)
 			period = MON_TICK_MIN_MS;
 		if (period > MON_TICK_MAX_MS)
 			period = MON_TICK_MAX_MS;
-		vb_event_wait(&rt->mon.stop_ev, (int64_t)period * VB_NS_PER_MS);
+		vb_event_wait(&rt->mon.stop_ev, next_sleep_ms(rt, period) * VB_NS_PER_MS);
+		/* relaxed: woken or timed out, the monitor ticks now. */
+		atomic_store_explicit(&rt->mon.deep, 0, memory_order_relaxed);
 		/* [M1] acquire: pairs with vrt__monitor_stop's release store. */
 		if (atomic_load_explicit(&rt->mon.stop, memory_order_acquire))
 			break;

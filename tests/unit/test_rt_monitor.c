@@ -189,7 +189,9 @@ static void test_stall_spinning(void **state)
 	vrt_task_ref(&l1->t);
 	spin->light[0] = l0;
 	spin->light[1] = l1;
-	usleep(100 * 1000); /* both workers parked (1 s timeout) */
+	/* Both workers parked (1 s timeout), and the monitor asleep for
+	 * MON_DEEP_MS (every worker parked): the spawn's unpark must wake it. */
+	usleep(300 * 1000);
 	t0 = vb_now_ns();
 	assert_int_equal(vrt_spawn(rt, &spin->t), 0);
 	waited = wait_stalled(rt, 1, 1500);
