@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -550,13 +551,34 @@ static void expire_idle(struct vctl *ctl, int64_t now)
 	}
 }
 
+/* How long epoll may sleep: until the first client's idle deadline or the
+ * end of an accept pause; forever when neither exists (an idle daemon's
+ * control thread wakes only for a connection or the stop). */
+static int next_timeout_ms(const struct vctl *ctl, int64_t now)
+{
+	int64_t limit = (int64_t)atomic_load_explicit(&ctl->client_timeout_ms, memory_order_relaxed) * VB_NS_PER_MS;
+	int64_t due = INT64_MAX;
+
+	for (unsigned i = 0; i < ctl->n_clients; i++)
+		if (ctl->clients[i]->active_ns + limit < due)
+			due = ctl->clients[i]->active_ns + limit;
+	if (ctl->accept_resume_ns && ctl->accept_resume_ns < due)
+		due = ctl->accept_resume_ns;
+	if (due == INT64_MAX)
+		return -1;
+	if (due <= now)
+		return 0;
+	/* +1: round up, so the wake-up finds the deadline passed. */
+	return (int)((due - now) / VB_NS_PER_MS + 1 < INT32_MAX ? (due - now) / VB_NS_PER_MS + 1 : INT32_MAX);
+}
+
 static void *control_thread(void *arg)
 {
 	struct vctl *ctl = arg;
 	struct epoll_event evs[32];
 
 	for (;;) {
-		int n = epoll_wait(ctl->epfd, evs, 32, 200);
+		int n = epoll_wait(ctl->epfd, evs, 32, next_timeout_ms(ctl, vb_now_ns()));
 		if (n < 0 && errno != EINTR) {
 			vb_err("control: epoll_wait: %s", strerror(errno));
 			break;

@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define TICK_MS 250         /* the longest tick */
+#define TICK_MS 1000        /* the longest tick (an idle daemon wakes this often) */
 #define STATUS_MS 2000      /* STATUS= refresh */
 #define EXTEND_USEC 5000000 /* EXTEND_TIMEOUT_USEC while a drain progresses */
 
@@ -47,6 +47,9 @@ int vd_life_init(struct vd_life *l)
 	struct itimerspec its = { 0 };
 	int64_t tick = TICK_MS * VB_NS_PER_MS;
 
+	/* /livez turns 503 at most a quarter of stall_fail_ms late. */
+	if (l->stall_fail_ms && (int64_t)l->stall_fail_ms * VB_NS_PER_MS / 4 < tick)
+		tick = (int64_t)l->stall_fail_ms * VB_NS_PER_MS / 4;
 	l->wd_usec = vd_watchdog_usec();
 	if (l->wd_usec) {
 		/* Ping at half the interval; tick at least twice as often. */
@@ -151,6 +154,8 @@ static void status(struct vd_life *l, int64_t now, bool force)
 
 	if (!force && now < l->status_next)
 		return;
+	if (!vd_notify_enabled())
+		return; /* no service manager to tell: skip the snapshot */
 	l->status_next = now + STATUS_MS * VB_NS_PER_MS - l->tick_ns / 2;
 	s = malloc(sizeof(*s));
 	if (!s)

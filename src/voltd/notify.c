@@ -176,3 +176,10 @@ int vd_notifyf(const char *fmt, ...)
 	va_end(ap);
 	return vd_notify(buf);
 }
+
+bool vd_notify_enabled(void)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+
+	return path && *path;
+}

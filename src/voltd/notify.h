@@ -8,11 +8,14 @@
 #ifndef VOLTD_VOLTD_NOTIFY_H
 #define VOLTD_VOLTD_NOTIFY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Send "KEY=VALUE\n..." state; returns > 0 sent, 0 not under systemd, -errno. */
 int vd_notify(const char *state);
 int vd_notifyf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Is there a service manager to notify ($NOTIFY_SOCKET set)? */
+bool vd_notify_enabled(void);
 /* "systemd (libsystemd)" or "systemd (built-in notify)" for -V. */
 const char *vd_notify_impl(void);
 
