@@ -441,6 +441,24 @@ static inline void vrt__dekker_fence(struct vrt *rt)
 #endif
 }
 
+/*
+ * The store-buffering fence of [M3]/[M4] (monitor.c). ThreadSanitizer does
+ * not model fences, so its build uses a seq_cst RMW on mon.deep instead
+ * (both sides' RMWs are totally ordered; the later one reads from the
+ * earlier, which then happens-before it), as vrt__dekker_fence does.
+ */
+static inline void vrt__mon_fence(struct vrt *rt)
+{
+#if defined(__SANITIZE_THREAD__)
+	/* [M3]/[M4] seq_cst RMW, see above. */
+	atomic_fetch_add_explicit(&rt->mon.deep, 0, memory_order_seq_cst);
+#else
+	(void)rt;
+	/* [M3]/[M4] seq_cst fence, see above. */
+	atomic_thread_fence(memory_order_seq_cst);
+#endif
+}
+
 /* Sleep in the park ops, visible to the stall monitor and snapshots as
  * "parked" (a parked worker is never stalled). Worker thread. */
 static inline void vrt__park_wait(struct vrt_worker *w, int64_t timeout_ns)
@@ -457,7 +475,7 @@ static inline void vrt__park_wait(struct vrt_worker *w, int64_t timeout_ns)
 	 * either the monitor sees this worker unparked and does not sleep
 	 * long, or this worker sees deep = 1 and wakes it). One fence per
 	 * unpark, which has just left a system call anyway. */
-	atomic_thread_fence(memory_order_seq_cst);
+	vrt__mon_fence(rt);
 	/* relaxed (both): the fence above orders the load; the exchange only
 	 * picks the one worker that sets the event. */
 	if (atomic_load_explicit(&rt->mon.deep, memory_order_relaxed) &&

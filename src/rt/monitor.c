@@ -295,7 +295,7 @@ static int64_t next_sleep_ms(struct vrt *rt, unsigned period)
 	atomic_store_explicit(&rt->mon.deep, 1, memory_order_relaxed);
 	/* [M4] seq_cst fence: orders the deep = 1 store before the parked
 	 * reads below; pairs with the workers' [M3] in vrt__park_wait. */
-	atomic_thread_fence(memory_order_seq_cst);
+	vrt__mon_fence(rt);
 	if (all_parked(rt))
 		return MON_DEEP_MS;
 	/* relaxed: a worker woke meanwhile; it may also have cleared it. */
