@@ -455,7 +455,8 @@ static bool drain_idle(struct vrt_worker *w)
 			/* relaxed: only a deciding worker (n == nworkers) writes,
 			 * and only one decides at a time (the count is full). */
 			if (!atomic_load_explicit(&rt->drain_cancelled, memory_order_relaxed)) {
-				/* release: stats and tests read it. */
+				/* release: stats and tests read it; pairs with the
+				 * acquire in tests/stress/stress_rt_drain.c's park hook. */
 				atomic_store_explicit(&rt->drain_cancelled, 1, memory_order_release);
 				drain_uncount(w);
 				/* Ask every pending task to finish; they land in our queues. */

@@ -661,6 +661,7 @@ static void test_abandon_during_close(void **state)
 	wait_flag(&t->pending_seen);
 	/* The close reached the kernel: the peer reads EOF. */
 	assert_int_equal(drain_to_eof(fds[1], 2000), 0);
+	/* acquire: pairs with the task's release store of pending_seen. */
 	if (atomic_load_explicit(&t->pending_seen, memory_order_acquire) == 1) {
 		/* Another socket takes the number the close freed. */
 		int other = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -673,7 +674,8 @@ static void test_abandon_during_close(void **state)
 		vrt_task_wake(&t->base.t);
 	}
 	ct_join(t);
-	/* The socket now on `fd` is still open. */
+	/* The socket now on `fd` is still open. (acquire: pairs with the
+	 * task's release store of pending_seen.) */
 	if (atomic_load_explicit(&t->pending_seen, memory_order_acquire) == 1) {
 		assert_int_not_equal(fcntl(fd, F_GETFD), -1);
 		close(fd);
