@@ -17,10 +17,12 @@
  * voltd's making, reported by no flag, re-judged at every tick). A flagged
  * stall is logged once (and its end once), counted, published for stats
  * and vrt_health, and a parked sibling is woken (every tick while it lasts)
- * to steal the stalled worker's ring. The LIFO slot, the prefetched global
- * batch and the yielded-task list are owner-only and wait for the poll to
- * end (at most 1 + global_batch_max - 1 tasks plus the yields of the
- * current tick), as do completions on the worker's own io_uring.
+ * to steal the stalled worker's ring. The LIFO slot, a global batch
+ * prefetched at the injection-queue tick while local work was queued (a
+ * batch taken with an empty ring goes to the ring, stealable) and the
+ * yielded-task list are owner-only and wait for the poll to end (at most
+ * 1 + global_batch_max - 1 tasks plus the yields of the current tick), as
+ * do completions on the worker's own io_uring.
  *
  * Threading: vrt__worker_measure_* on the worker thread; the tick on the
  * monitor thread; vrt_health / vrt_hist_snapshot / vrt__worker_cpu_ns on
