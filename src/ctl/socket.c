@@ -535,10 +535,12 @@ static void resume_accepting(struct vctl *ctl)
 	ctl->accept_resume_ns = 0;
 }
 
-/* Close connections that made no progress for client_timeout_ms. */
-static void expire_idle(struct vctl *ctl, int64_t now)
+/* Close connections that made no progress for client_timeout_ms; return
+ * the earliest idle deadline of those left (INT64_MAX: none). */
+static int64_t expire_idle(struct vctl *ctl, int64_t now)
 {
 	int64_t limit = (int64_t)atomic_load_explicit(&ctl->client_timeout_ms, memory_order_relaxed) * VB_NS_PER_MS;
+	int64_t due = INT64_MAX;
 
 	for (unsigned i = 0; i < ctl->n_clients;) {
 		struct vctl_client *c = ctl->clients[i];
@@ -547,21 +549,19 @@ static void expire_idle(struct vctl *ctl, int64_t now)
 			client_close(ctl, c); /* moves the last client to i */
 			continue;
 		}
+		if (c->active_ns + limit < due)
+			due = c->active_ns + limit;
 		i++;
 	}
+	return due;
 }
 
-/* How long epoll may sleep: until the first client's idle deadline or the
- * end of an accept pause; forever when neither exists (an idle daemon's
- * control thread wakes only for a connection or the stop). */
-static int next_timeout_ms(const struct vctl *ctl, int64_t now)
+/* How long epoll may sleep: until the first client's idle deadline (`due`,
+ * from expire_idle) or the end of an accept pause; forever when neither
+ * exists (an idle daemon's control thread wakes only for a connection or
+ * the stop). */
+static int next_timeout_ms(const struct vctl *ctl, int64_t due, int64_t now)
 {
-	int64_t limit = (int64_t)atomic_load_explicit(&ctl->client_timeout_ms, memory_order_relaxed) * VB_NS_PER_MS;
-	int64_t due = INT64_MAX;
-
-	for (unsigned i = 0; i < ctl->n_clients; i++)
-		if (ctl->clients[i]->active_ns + limit < due)
-			due = ctl->clients[i]->active_ns + limit;
 	if (ctl->accept_resume_ns && ctl->accept_resume_ns < due)
 		due = ctl->accept_resume_ns;
 	if (due == INT64_MAX)
@@ -576,9 +576,10 @@ static void *control_thread(void *arg)
 {
 	struct vctl *ctl = arg;
 	struct epoll_event evs[32];
+	int64_t due = INT64_MAX; /* no client yet */
 
 	for (;;) {
-		int n = epoll_wait(ctl->epfd, evs, 32, next_timeout_ms(ctl, vb_now_ns()));
+		int n = epoll_wait(ctl->epfd, evs, 32, next_timeout_ms(ctl, due, vb_now_ns()));
 		if (n < 0 && errno != EINTR) {
 			vb_err("control: epoll_wait: %s", strerror(errno));
 			break;
@@ -615,7 +616,7 @@ static void *control_thread(void *arg)
 		int64_t now = vb_now_ns();
 		if (ctl->accept_resume_ns && now >= ctl->accept_resume_ns)
 			resume_accepting(ctl);
-		expire_idle(ctl, now);
+		due = expire_idle(ctl, now);
 	}
 	return NULL;
 }
