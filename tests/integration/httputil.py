@@ -53,6 +53,11 @@ def uring_available():
 
 @pytest.fixture(params=BACKENDS)
 def backend(request):
+    """Each case once per backend; VOLTD_IO_BACKEND=uring|libev (set by
+    scripts/stress) runs only that one."""
+    only = os.environ.get("VOLTD_IO_BACKEND")
+    if only in BACKENDS and only != request.param:
+        pytest.skip("VOLTD_IO_BACKEND=%s: this run tests that backend only" % only)
     if request.param == "uring" and not uring_available():
         pytest.skip("io_uring cannot be used here")
     return request.param
