@@ -135,8 +135,15 @@ static void po_park(void *ctx, unsigned id, int64_t timeout_ns)
 	if (vio__test_park_unbounded)
 		timeout_ns = -1;
 	limit = timeout_ns < 0 ? INT64_MAX : now + timeout_ns;
-	if (w->nlsocks && w->lsock_resume < limit)
-		limit = w->lsock_resume;
+	/* The poll hook reaped after its service pass: an accept that ended
+	 * there (one-shot, EMFILE, a throttle's cancel) left its listener
+	 * unarmed with no resume time yet. Re-arm or time it now, or the
+	 * sleep below has no bound for it (arming wakes no task). */
+	if (w->nlsocks) {
+		w->lsock_resume = vio__lsock_service(w, now);
+		if (w->lsock_resume < limit)
+			limit = w->lsock_resume;
+	}
 	until = vio__theap_next(&w->heap, true, limit);
 	if (until > limit)
 		until = limit;

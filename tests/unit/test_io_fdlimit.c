@@ -6,6 +6,11 @@
  * listener, checks that the kept connections are still served while the
  * listener is paused (EMFILE, logged rate-limited), then lets the flood go
  * and checks that a new connection is served again. Run once per backend.
+ *
+ * Two cases check that a listener comes back on an idle worker (review
+ * N1): an accept that ends in the poll before a park (a one-shot accept,
+ * or EMFILE) must be re-armed or timed by the park itself; before the fix
+ * the worker slept without a bound and the listener stayed dead.
  */
 #include "config.h"
 
@@ -18,6 +23,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -28,6 +34,8 @@
 
 #include "tests/helpers/io_harness.h"
 #include "base/time.h"
+#include "base/compiler.h"
+#include "tests/helpers/test_config.h"
 
 #define ROOM 8      /* connections the server can hold */
 #define KEEP 4      /* kept open through the flood */
@@ -191,10 +199,174 @@ static void test_accept_under_emfile(void **state)
 	close(up[0]);
 }
 
+/* A task that spins `ms` in one poll, so that a connection arrives while
+ * its worker runs it and the accept's completion is reaped by the poll
+ * that follows (after the driver's service pass), not by the park. */
+struct spinner {
+	struct ioh_task base;
+	unsigned ms;
+	_Atomic int phase; /* 1: spinning, 2: done */
+};
+
+static enum vrt_poll spinner_poll(struct ioh_task *t)
+{
+	struct spinner *s = (struct spinner *)t;
+	int64_t end = vb_now_ns() + (int64_t)s->ms * VB_NS_PER_MS;
+
+	atomic_store(&s->phase, 1);
+	while (vb_now_ns() < end)
+		;
+	atomic_store(&s->phase, 2);
+	return VRT_READY;
+}
+
+static void spin_while(struct ioh *h, unsigned ms, void (*during)(void *), void *arg)
+{
+	struct spinner *s = ioh_task_new(sizeof(*s), spinner_poll, NULL);
+
+	s->ms = ms;
+	ioh_spawn(h, &s->base, true);
+	while (atomic_load(&s->phase) == 0)
+		usleep(1000);
+	during(arg);
+	while (atomic_load(&s->phase) != 2)
+		usleep(1000);
+	vrt_task_unref(&s->base.t);
+	usleep(50 * 1000); /* the worker polls, then parks */
+}
+
+static uint64_t accepts_of(struct ioh *h)
+{
+	struct vio_worker_stats ws;
+
+	vio_stats_snapshot(h->io, &ws, 1);
+	return ws.accepts;
+}
+
+/* Waits up to `ms` for the listener's accept count to reach n. */
+static bool accepts_reach(struct ioh *h, uint64_t n, unsigned ms)
+{
+	int64_t end = vb_now_ns() + (int64_t)ms * VB_NS_PER_MS;
+
+	while (accepts_of(h) < n) {
+		if (vb_now_ns() > end)
+			return false;
+		usleep(1000);
+	}
+	return true;
+}
+
+static void connect_into(void *arg)
+{
+	int *a = arg; /* a[0]: port in, a[1]: fd out */
+
+	a[1] = ioh_connect(a[0]);
+}
+
+/* One worker, one-shot accept, nobody waiting on the listener: the first
+ * connection arrives during a long poll, so its accept completes in the
+ * poll before the park. A second connection must still be accepted while
+ * the worker has nothing else to do. */
+static void test_oneshot_accept_idle_worker(void **state)
+{
+	struct vio_config c;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct vio_listener *l;
+	struct ioh h;
+	int a[2], second;
+
+	(void)state;
+	tcfg_io(&c);
+	c.backend = ioh_backend();
+	c.accept_multishot = false;
+	ioh_start(&h, 1, &c, NULL);
+	assert_int_equal(vio_listener_new(h.io, (struct sockaddr *)&sa, sizeof(sa), 64, &l), 0);
+	a[0] = vio_listener_port(l);
+	assert_true(accepts_reach(&h, 0, 0));
+	spin_while(&h, 300, connect_into, a);
+	assert_true(a[1] >= 0);
+	assert_true(accepts_reach(&h, 1, 10000));
+	second = ioh_connect(a[0]);
+	assert_true(second >= 0);
+	/* Nothing wakes the worker but its own bound: the re-armed accept. */
+	assert_true(accepts_reach(&h, 2, 10000));
+	close(a[1]);
+	close(second);
+	vio_listener_close(l);
+	ioh_stop(&h);
+}
+
+struct emfile_ctx {
+	int port, client;
+	int dups[4096];
+	int ndups;
+};
+
+static void connect_at_emfile(void *arg)
+{
+	struct emfile_ctx *x = arg;
+
+	/* Take every free descriptor but one, which the client socket
+	 * takes: the server's accept then fails with EMFILE. */
+	while (x->ndups < (int)VB_ARRAY_SIZE(x->dups)) {
+		int fd = dup(0);
+
+		if (fd < 0)
+			break;
+		x->dups[x->ndups++] = fd;
+	}
+	assert_true(x->ndups > 0 && x->ndups < (int)VB_ARRAY_SIZE(x->dups));
+	close(x->dups[--x->ndups]);
+	x->client = ioh_connect(x->port);
+}
+
+/* One worker: the accept fails with EMFILE in the poll before a park.
+ * Once descriptors are free again the connection must be served within
+ * the listener's pause, although nothing else happens on the worker. */
+static void test_emfile_idle_worker(void **state)
+{
+	struct emfile_ctx *x = calloc(1, sizeof(*x));
+	struct vio_worker_stats ws;
+	struct rlimit rl, low;
+	struct ioh h;
+	struct ioh_echo e;
+
+	(void)state;
+	assert_non_null(x);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	low = rl;
+	low.rlim_cur = 256; /* io_uring reads the limit when the accept is issued */
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	ioh_start(&h, 1, NULL, NULL);
+	memset(&e, 0, sizeof(e));
+	assert_int_equal(ioh_echo_start(&h, &e), 0);
+	x->port = e.port;
+	spin_while(&h, 300, connect_at_emfile, x);
+	assert_true(x->client >= 0);
+	vio_stats_snapshot(h.io, &ws, 1);
+	assert_int_equal(ws.accepts, 0);
+	while (x->ndups > 0)
+		close(x->dups[--x->ndups]);
+	/* The pause (100 ms here) ends; the listener is armed again and the
+	 * connection in the backlog is served. */
+	assert_true(echo_once(x->client, 'x', 10000));
+	vio_stats_snapshot(h.io, &ws, 1);
+	print_message("# accept pauses %lu, re-arms %lu\n", (unsigned long)ws.accept_pauses,
+		      (unsigned long)ws.accept_rearms);
+	assert_true(ws.accept_pauses >= 1);
+	close(x->client);
+	assert_int_equal(ioh_echo_stop(&e, 5000), 0);
+	ioh_stop(&h);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+	free(x);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_accept_under_emfile),
+		cmocka_unit_test(test_oneshot_accept_idle_worker),
+		cmocka_unit_test(test_emfile_idle_worker),
 	};
 
 	ioh_watchdog(90, "test_io_fdlimit");
