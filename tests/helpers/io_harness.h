@@ -89,7 +89,20 @@ struct ioh_echo {
 	/* per connection, never per message (the benchmark uses this server) */
 	_Atomic uint64_t accepted, closed, resets, errors;
 	_Atomic int64_t active;
+	/* NULL, or 65536 records indexed by the client's port: what the
+	 * server saw of each connection (a failed client names its port). */
+	struct ioh_echo_trace *trace;
 };
+
+struct ioh_echo_trace {
+	uint64_t in, out;   /* bytes received, bytes sent */
+	uint32_t recvs;     /* receives that returned data */
+	int32_t end;        /* 0: EOF, else the -errno that ended it */
+	uint32_t workers;   /* bit per worker the connection's task ran on */
+	bool used;
+};
+/* Prints the server's record of the connection from client port `port`. */
+void ioh_echo_trace_print(const struct ioh_echo *e, int port);
 
 /* Listener on 127.0.0.1 (ephemeral port) + one acceptor task per queue. */
 int ioh_echo_start(struct ioh *h, struct ioh_echo *e);
@@ -117,6 +130,7 @@ struct ioh_client_result {
 	uint64_t conns_done, resets, bytes_sent, bytes_echoed;
 	uint64_t mismatches, errors;
 	char first_error[160];
+	int first_port;            /* local port of the first failed connection */
 };
 
 /* Drive the connections with poll(2): every connection sends its payload,

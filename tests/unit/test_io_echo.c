@@ -63,6 +63,8 @@ static void run_echo(const struct vio_config *vcfg, unsigned threads, unsigned c
 	int64_t t0;
 
 	memset(&e, 0, sizeof(e));
+	e.trace = calloc(65536, sizeof(*e.trace));
+	assert_non_null(e.trace);
 	ioh_start(&h, 2, vcfg, NULL);
 	e.use_sendv = true;
 	assert_int_equal(ioh_echo_start(&h, &e), 0);
@@ -82,8 +84,14 @@ static void run_echo(const struct vio_config *vcfg, unsigned threads, unsigned c
 	print_message("# %lu connections (%lu reset) in %.2f s, %lu bytes echoed\n",
 		      res.conns_done, res.resets, (double)(vb_now_ns() - t0) / 1e9,
 		      res.bytes_echoed);
-	if (res.first_error[0])
-		print_message("# first client error: %s\n", res.first_error);
+	if (res.first_error[0]) {
+		print_message("# first client error: %s (client port %d)\n", res.first_error,
+			      res.first_port);
+		/* Let the server finish that connection, then show its view. */
+		ioh_echo_stop(&e, 10000);
+		ioh_echo_trace_print(&e, res.first_port);
+		print_io_stats(&h, &sum);
+	}
 	assert_int_equal(res.mismatches, 0);
 	assert_int_equal(res.errors, 0);
 	assert_int_equal(res.conns_done, (uint64_t)threads * conns * rounds);
@@ -102,6 +110,7 @@ static void run_echo(const struct vio_config *vcfg, unsigned threads, unsigned c
 	assert_int_equal(sum.cq_overflow, 0);
 	assert_int_equal(sum.bufs_out, 0); /* every provided buffer went back */
 	ioh_stop(&h);
+	free(e.trace);
 }
 
 /* > 1,000 connections at once; 4 MiB payloads; resets; half-close. */
