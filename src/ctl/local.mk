@@ -11,8 +11,9 @@ libvolt_a_SOURCES += \
 	src/ctl/schema.c
 
 # Integration tests (pytest): a real voltd and its control socket.
-TESTS += tests/integration/test_ctl.py tests/integration/test_ctl_load.py
-EXTRA_DIST += tests/integration/ctlutil.py tests/integration/test_ctl.py tests/integration/test_ctl_load.py
+TESTS += tests/integration/test_ctl.py tests/integration/test_ctl_load.py tests/integration/test_ctl_bounds.py
+EXTRA_DIST += tests/integration/ctlutil.py tests/integration/test_ctl.py tests/integration/test_ctl_load.py \
+	tests/integration/test_ctl_bounds.py
 
 # The reply schemas, written once as JSON, embedded as a C string.
 BUILT_SOURCES += ctl-schemas.inc

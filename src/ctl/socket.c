@@ -10,11 +10,19 @@
  * the thread sees it and returns; pthread_join orders everything it did
  * before main frees anything.
  *
+ * Protocol: every complete line is answered, in order, with one reply
+ * line, however many lines one write carries; a peer that shuts its side
+ * still gets the replies to what it sent (a last line without its newline
+ * included). A line holding a control character (NUL included) is refused
+ * whole with an `invalid` error.
+ *
  * Bounds (abuse): a command line is at most VCTL_MAX_LINE bytes; at most
  * max_clients connections are open (more get one error line and are
  * closed); a connection with nothing to do for client_timeout_ms is closed; a
  * client that does not read its replies holds at most one reply: no further
- * line of it is read until that reply is sent, so its memory is bounded.
+ * line of it is read until that reply is sent, so its memory is bounded; a
+ * client with many lines buffered is served VCTL_TURN of them, then the
+ * others get their turn.
  */
 #include "config.h"
 #include "ctl/internal.h"
@@ -45,9 +53,14 @@ struct vctl_client {
 	char *out;           /* one pending reply (malloc'd), or NULL */
 	size_t out_len, out_off;
 	bool close_after;    /* close once out is sent */
+	bool eof;            /* the peer shut its side: answer what is buffered, close */
+	bool more;           /* lines left after a turn: serve again after the others */
 	int64_t active_ns;   /* last progress */
 	uint32_t events;     /* registered epoll events */
 };
+
+/* Lines answered for one client before the others get their turn. */
+#define VCTL_TURN 64
 
 /* epoll data of the listeners and the eventfd (clients carry a pointer). */
 static char tag_ctl, tag_metrics, tag_stop;
@@ -286,20 +299,21 @@ static void client_close(struct vctl *ctl, struct vctl_client *c)
 	VCTL_GAUGE(ctl, clients, ctl->n_clients);
 }
 
-/* Send what is pending. Returns false when the client was closed. */
-static bool client_flush(struct vctl *ctl, struct vctl_client *c)
+/* Send what is pending: 1 all sent (out freed), 0 it would block (EPOLLOUT
+ * watched), -1 the client broke and was closed. */
+static int client_send(struct vctl *ctl, struct vctl_client *c)
 {
-	while (c->out && c->out_off < c->out_len) {
+	while (c->out_off < c->out_len) {
 		ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
 			client_watch(ctl, c, EPOLLOUT);
-			return true;
+			return 0;
 		}
 		if (n <= 0) {
 			client_close(ctl, c);
-			return false;
+			return -1;
 		}
 		c->out_off += (size_t)n;
 		c->active_ns = vb_now_ns();
@@ -307,12 +321,7 @@ static bool client_flush(struct vctl *ctl, struct vctl_client *c)
 	free(c->out);
 	c->out = NULL;
 	c->out_len = c->out_off = 0;
-	if (c->close_after) {
-		client_close(ctl, c);
-		return false;
-	}
-	client_watch(ctl, c, EPOLLIN);
-	return true;
+	return 1;
 }
 
 static void client_queue(struct vctl_client *c, char *text, size_t len)
@@ -385,80 +394,128 @@ static void metrics_answer(struct vctl *ctl, struct vctl_client *c)
 	client_queue(c, resp, (size_t)n);
 }
 
-/* Handle what is in c->in. Returns false when c was closed. */
-static bool client_process(struct vctl *ctl, struct vctl_client *c)
+/* The metrics listener: one request head (ended by an empty line, CRLF or
+ * bare LF), one response, close. true when a response was queued. */
+static bool metrics_take(struct vctl *ctl, struct vctl_client *c)
 {
-	if (c->kind == CLIENT_METRICS) {
-		char *end = memmem(c->in, c->in_len, "\r\n\r\n", 4);
-		if (!end) {
-			if (c->in_len < sizeof(c->in) - 1)
-				return true; /* need more */
-			c->in[sizeof(c->in) - 1] = '\0';
-		} else {
-			*end = '\0';
-		}
-		metrics_answer(ctl, c);
-		if (!c->out) {
-			client_close(ctl, c);
-			return false;
-		}
-		return client_flush(ctl, c);
-	}
-	/* One line at a time; the next only after its reply has gone out. */
-	while (!c->out) {
-		char *nl = memchr(c->in, '\n', c->in_len);
-		if (!nl) {
-			if (c->in_len == sizeof(c->in)) {
-				VCTL_COUNT(ctl, lines_too_long);
-				client_reply(ctl, c, vctl__error("invalid", "command line longer than %d bytes; closing",
-								  VCTL_MAX_LINE - 1));
-				c->close_after = true;
-				c->in_len = 0;
-			}
-			break;
-		}
-		*nl = '\0';
-		if (nl > c->in && nl[-1] == '\r')
-			nl[-1] = '\0';
-		VCTL_COUNT(ctl, commands);
-		client_reply(ctl, c, vctl__execute(ctl, &c->peer, c->in));
-		size_t used = (size_t)(nl - c->in) + 1;
-		memmove(c->in, nl + 1, c->in_len - used);
-		c->in_len -= used;
-	}
-	if (c->out)
-		return client_flush(ctl, c);
-	if (c->close_after) {
-		client_close(ctl, c);
+	char *end = memmem(c->in, c->in_len, "\r\n\r\n", 4);
+	char *lf = memmem(c->in, c->in_len, "\n\n", 2);
+
+	if (!end || (lf && lf < end))
+		end = lf;
+	if (end)
+		*end = '\0';
+	else if (c->in_len == sizeof(c->in))
+		c->in[sizeof(c->in) - 1] = '\0'; /* a head this long: answered as it stands */
+	else
 		return false;
-	}
+	metrics_answer(ctl, c);
+	if (!c->out)
+		c->close_after = true;
 	return true;
 }
 
-static void client_readable(struct vctl *ctl, struct vctl_client *c)
+/* Where a control line holds a control character (any byte below 0x20 but
+ * tab, or 0x7f), or -1. A NUL would otherwise cut the line short. */
+static long control_char_at(const char *line, size_t len)
 {
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)line[i];
+		if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+			return (long)i;
+	}
+	return -1;
+}
+
+/* The control socket: answer the first complete line of c->in (at EOF, a
+ * last line without its newline counts). true when a reply was queued. */
+static bool control_take(struct vctl *ctl, struct vctl_client *c)
+{
+	char *nl = memchr(c->in, '\n', c->in_len);
+	size_t len, used;
+
+	if (nl) {
+		len = (size_t)(nl - c->in);
+		used = len + 1;
+	} else if (c->in_len == sizeof(c->in)) {
+		VCTL_COUNT(ctl, lines_too_long);
+		client_reply(ctl, c, vctl__error("invalid", "command line longer than %d bytes; closing",
+						  VCTL_MAX_LINE - 1));
+		c->close_after = true;
+		c->in_len = 0;
+		return true;
+	} else if (c->eof && c->in_len) {
+		len = used = c->in_len; /* < sizeof(c->in): room for the NUL */
+	} else {
+		return false;
+	}
+	if (len && c->in[len - 1] == '\r')
+		len--;
+	c->in[len] = '\0';
+	VCTL_COUNT(ctl, commands);
+	long bad = control_char_at(c->in, len);
+	if (bad >= 0)
+		client_reply(ctl, c, vctl__error("invalid", "command line holds a control character "
+							    "(byte 0x%02x at offset %ld); nothing was run",
+						  (unsigned)(unsigned char)c->in[bad], bad));
+	else
+		client_reply(ctl, c, vctl__execute(ctl, &c->peer, c->in));
+	memmove(c->in, c->in + used, c->in_len - used);
+	c->in_len -= used;
+	return true;
+}
+
+/* Serve c until it would block: send the pending reply, then answer the
+ * complete lines already buffered, in order, one reply at a time (the
+ * next line is taken only once the reply before it is sent: a client that
+ * does not read holds one reply), reading more only when none is left.
+ * At EOF the lines still buffered are answered before the close. After
+ * VCTL_TURN lines c->more is set and the control loop comes back to c
+ * after the other clients. Returns false when c was closed. */
+static bool client_run(struct vctl *ctl, struct vctl_client *c)
+{
+	unsigned turn = VCTL_TURN;
+
+	c->more = false;
 	for (;;) {
-		if (c->out)
-			return; /* a reply is pending: read nothing more (bounded memory) */
-		size_t room = sizeof(c->in) - c->in_len;
-		if (room == 0) {
-			if (!client_process(ctl, c))
-				return;
+		if (c->out) {
+			int r = client_send(ctl, c);
+			if (r <= 0)
+				return r == 0;
+		}
+		if (c->close_after) {
+			client_close(ctl, c);
+			return false;
+		}
+		if (c->kind == CLIENT_METRICS ? metrics_take(ctl, c) : control_take(ctl, c)) {
+			if (--turn == 0 && !c->out) {
+				c->more = true;
+				client_watch(ctl, c, EPOLLIN);
+				return true;
+			}
 			continue;
 		}
-		ssize_t n = recv(c->fd, c->in + c->in_len, room, 0);
+		if (c->eof) {
+			client_close(ctl, c);
+			return false;
+		}
+		ssize_t n = recv(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len, 0);
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-			return;
-		if (n <= 0) {
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+			client_watch(ctl, c, EPOLLIN);
+			return true;
+		}
+		if (n < 0) {
 			client_close(ctl, c);
-			return;
+			return false;
+		}
+		if (n == 0) {
+			c->eof = true; /* the peer shut its side: answer what it sent */
+			continue;
 		}
 		c->in_len += (size_t)n;
 		c->active_ns = vb_now_ns();
-		if (!client_process(ctl, c))
-			return;
 	}
 }
 
@@ -577,9 +634,10 @@ static void *control_thread(void *arg)
 	struct vctl *ctl = arg;
 	struct epoll_event evs[32];
 	int64_t due = INT64_MAX; /* no client yet */
+	bool more = false;
 
 	for (;;) {
-		int n = epoll_wait(ctl->epfd, evs, 32, next_timeout_ms(ctl, due, vb_now_ns()));
+		int n = epoll_wait(ctl->epfd, evs, 32, more ? 0 : next_timeout_ms(ctl, due, vb_now_ns()));
 		if (n < 0 && errno != EINTR) {
 			vb_err("control: epoll_wait: %s", strerror(errno));
 			break;
@@ -602,16 +660,19 @@ static void *control_thread(void *arg)
 			bool live = false;
 			for (unsigned j = 0; j < ctl->n_clients && !live; j++)
 				live = ctl->clients[j] == c;
-			if (!live)
-				continue;
-			if (evs[i].events & EPOLLOUT) {
-				if (!client_flush(ctl, c))
-					continue;
-				client_readable(ctl, c); /* lines that waited */
-				continue;
-			}
-			if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
-				client_readable(ctl, c);
+			if (live)
+				client_run(ctl, c);
+		}
+		/* Clients whose turn ended with lines still buffered; epoll
+		 * does not wake for bytes already read, so the next wait does
+		 * not sleep while one is left. */
+		more = false;
+		for (unsigned i = 0; i < ctl->n_clients;) {
+			struct vctl_client *c = ctl->clients[i];
+			if (c->more && !client_run(ctl, c))
+				continue; /* closed: the last client moved to i */
+			more |= c->more;
+			i++;
 		}
 		int64_t now = vb_now_ns();
 		if (ctl->accept_resume_ns && now >= ctl->accept_resume_ns)
