@@ -37,6 +37,9 @@ enum vctl_level { VCTL_USER = 0, VCTL_OPERATOR = 1, VCTL_ADMIN = 2 };
 /* Most bytes of one command line (newline included); longer lines get an
  * error reply and the connection is closed. */
 #define VCTL_MAX_LINE 8192
+/* Control connections admitted beyond max_clients for admin peers (root,
+ * voltd's own uid), so that no other user can lock them out. */
+#define VCTL_ADMIN_SLOTS 2
 
 /* Filled by the daemon from voltd.conf; vctl_new copies it. Public. */
 struct vctl_config {
@@ -45,6 +48,7 @@ struct vctl_config {
 	const char *group;           /* control.group; "" = leave it */
 	const char *operator_group;  /* control.operator_group; "" = nobody */
 	unsigned max_clients;        /* control.max_clients */
+	unsigned metrics_max_clients; /* control.metrics_max_clients */
 	unsigned client_timeout_ms;    /* control.client_timeout_ms */
 	/* control.metrics_listen; len 0 = off */
 	struct sockaddr_storage metrics_addr;
@@ -100,6 +104,7 @@ struct vctl_hooks {
  * uint64_t described by a row of vctl_metrics (socket.c). */
 struct vctl_stats {
 	uint64_t connections, clients, refused_busy;
+	uint64_t metrics_clients, metrics_refused_busy;
 	uint64_t commands, errors, denied;
 	uint64_t lines_too_long, idle_closed, accept_errors;
 	uint64_t metrics_requests;
@@ -122,7 +127,7 @@ int vctl_start(struct vctl *ctl, struct vio *io, struct vrt *rt, struct vsrv *sr
 	       const struct vctl_hooks *hooks);
 
 /* Apply the settings a reload may change: operator_group, max_clients,
- * client_timeout_ms (the rest of cfg is ignored). Any thread. 0, or -ENOENT
+ * metrics_max_clients, client_timeout_ms (the rest of cfg is ignored). Any thread. 0, or -ENOENT
  * when operator_group names no group (*why says so; nothing changed). */
 int vctl_reconfigure(struct vctl *ctl, const struct vctl_config *cfg, const char **why);
 

@@ -55,7 +55,7 @@ struct vctl {
 	 * control thread; read by the control thread): relaxed, each stands
 	 * alone. op_gid -1: no operator group. */
 	_Atomic int64_t op_gid;
-	_Atomic uint32_t max_clients, client_timeout_ms;
+	_Atomic uint32_t max_clients, metrics_max_clients, client_timeout_ms;
 	uid_t self_uid;
 	pthread_t thread;
 	bool started;
@@ -69,7 +69,8 @@ struct vctl {
 	int64_t start_ns;   /* for uptime */
 	/* control thread only */
 	struct vctl_client **clients;
-	unsigned n_clients;
+	unsigned n_clients;         /* both kinds */
+	unsigned n_control, n_metrics;
 	int64_t accept_resume_ns; /* accepting paused (out of fds) until then */
 	/* The fields of struct vctl_stats, one word each: written by the
 	 * control thread only, read by vctl_stats_get (relaxed, see above). */

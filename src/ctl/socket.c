@@ -17,8 +17,11 @@
  * whole with an `invalid` error.
  *
  * Bounds (abuse): a command line is at most VCTL_MAX_LINE bytes; at most
- * max_clients connections are open (more get one error line and are
- * closed); a connection with nothing to do for client_timeout_ms is closed; a
+ * max_clients control connections (VCTL_ADMIN_SLOTS more for admin peers)
+ * and, apart, metrics_max_clients metrics connections are open (more get
+ * one error line and are closed); each line (or metrics request) and its
+ * reply must be done client_timeout_ms after the line began, else the
+ * connection is closed (a deadline: trickled bytes do not move it); a
  * client that does not read its replies holds at most one reply: no further
  * line of it is read until that reply is sent, so its memory is bounded; a
  * client with many lines buffered is served VCTL_TURN of them, then the
@@ -55,7 +58,7 @@ struct vctl_client {
 	bool close_after;    /* close once out is sent */
 	bool eof;            /* the peer shut its side: answer what is buffered, close */
 	bool more;           /* lines left after a turn: serve again after the others */
-	int64_t active_ns;   /* last progress */
+	int64_t deadline_ns; /* the current line (or metrics request) and its reply end by then */
 	uint32_t events;     /* registered epoll events */
 };
 
@@ -81,6 +84,7 @@ int vctl_reconfigure(struct vctl *ctl, const struct vctl_config *cfg, const char
 	 * accepted meanwhile gets the old or the new level. */
 	atomic_store_explicit(&ctl->op_gid, op_gid, memory_order_relaxed);
 	atomic_store_explicit(&ctl->max_clients, cfg->max_clients, memory_order_relaxed);
+	atomic_store_explicit(&ctl->metrics_max_clients, cfg->metrics_max_clients, memory_order_relaxed);
 	atomic_store_explicit(&ctl->client_timeout_ms, cfg->client_timeout_ms, memory_order_relaxed);
 	return 0;
 }
@@ -293,10 +297,21 @@ static void client_close(struct vctl *ctl, struct vctl_client *c)
 			break;
 		}
 	}
+	if (c->kind == CLIENT_CONTROL)
+		VCTL_GAUGE(ctl, clients, --ctl->n_control);
+	else
+		VCTL_GAUGE(ctl, metrics_clients, --ctl->n_metrics);
 	close(c->fd); /* also leaves the epoll set */
 	free(c->out);
 	free(c);
-	VCTL_GAUGE(ctl, clients, ctl->n_clients);
+}
+
+/* The deadline of a line (or metrics request) that starts now. */
+static int64_t line_deadline(struct vctl *ctl)
+{
+	/* Relaxed: a setting on its own (internal.h). */
+	return vb_now_ns() +
+	       (int64_t)atomic_load_explicit(&ctl->client_timeout_ms, memory_order_relaxed) * VB_NS_PER_MS;
 }
 
 /* Send what is pending: 1 all sent (out freed), 0 it would block (EPOLLOUT
@@ -316,11 +331,11 @@ static int client_send(struct vctl *ctl, struct vctl_client *c)
 			return -1;
 		}
 		c->out_off += (size_t)n;
-		c->active_ns = vb_now_ns();
 	}
 	free(c->out);
 	c->out = NULL;
 	c->out_len = c->out_off = 0;
+	c->deadline_ns = line_deadline(ctl); /* the next line's clock starts */
 	return 1;
 }
 
@@ -514,8 +529,7 @@ static bool client_run(struct vctl *ctl, struct vctl_client *c)
 			c->eof = true; /* the peer shut its side: answer what it sent */
 			continue;
 		}
-		c->in_len += (size_t)n;
-		c->active_ns = vb_now_ns();
+		c->in_len += (size_t)n; /* no new time: the line's deadline stands */
 	}
 }
 
@@ -537,18 +551,34 @@ static void accept_one(struct vctl *ctl, int lfd, enum client_kind kind)
 		}
 		return;
 	}
-	if (kind == CLIENT_CONTROL)
+	struct vctl_peer peer = { 0 };
+	if (kind == CLIENT_CONTROL) {
 		VCTL_COUNT(ctl, connections);
-	if (ctl->n_clients >= atomic_load_explicit(&ctl->max_clients, memory_order_relaxed)) {
+		if (vctl__peer_get(ctl, fd, &peer) < 0) {
+			close(fd);
+			return;
+		}
+	}
+	/* Relaxed: settings on their own (internal.h). Each kind has its own
+	 * limit, so the metrics port cannot fill the control socket; admin
+	 * peers get VCTL_ADMIN_SLOTS more, so no other user can lock them out. */
+	unsigned limit = kind == CLIENT_CONTROL ? atomic_load_explicit(&ctl->max_clients, memory_order_relaxed) :
+						 atomic_load_explicit(&ctl->metrics_max_clients, memory_order_relaxed);
+	if (kind == CLIENT_CONTROL && peer.level == VCTL_ADMIN)
+		limit += VCTL_ADMIN_SLOTS;
+	if ((kind == CLIENT_CONTROL ? ctl->n_control : ctl->n_metrics) >= limit) {
 		static const char busy[] =
-			"{\"schema\":\"voltd.error.v1\",\"ok\":false,\"error\":\"too many control clients\",\"code\":\"busy\"}\n";
+			"{\"schema\":\"voltd.error.v1\",\"ok\":false,\"error\":\"busy: too many control clients "
+			"(control.max_clients); try again\",\"code\":\"busy\"}\n";
 		static const char busy_http[] =
 			"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-		VCTL_COUNT(ctl, refused_busy);
-		if (kind == CLIENT_CONTROL)
+		if (kind == CLIENT_CONTROL) {
+			VCTL_COUNT(ctl, refused_busy);
 			(void)!send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
-		else
+		} else {
+			VCTL_COUNT(ctl, metrics_refused_busy);
 			(void)!send(fd, busy_http, sizeof(busy_http) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+		}
 		close(fd);
 		return;
 	}
@@ -564,12 +594,8 @@ static void accept_one(struct vctl *ctl, int lfd, enum client_kind kind)
 	ctl->clients = arr;
 	c->fd = fd;
 	c->kind = kind;
-	c->active_ns = vb_now_ns();
-	if (kind == CLIENT_CONTROL && vctl__peer_get(ctl, fd, &c->peer) < 0) {
-		free(c);
-		close(fd);
-		return;
-	}
+	c->peer = peer;
+	c->deadline_ns = line_deadline(ctl);
 	c->events = EPOLLIN;
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 	if (epoll_ctl(ctl->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
@@ -578,7 +604,10 @@ static void accept_one(struct vctl *ctl, int lfd, enum client_kind kind)
 		return;
 	}
 	ctl->clients[ctl->n_clients++] = c;
-	VCTL_GAUGE(ctl, clients, ctl->n_clients);
+	if (kind == CLIENT_CONTROL)
+		VCTL_GAUGE(ctl, clients, ++ctl->n_control);
+	else
+		VCTL_GAUGE(ctl, metrics_clients, ++ctl->n_metrics);
 }
 
 static void resume_accepting(struct vctl *ctl)
@@ -592,28 +621,28 @@ static void resume_accepting(struct vctl *ctl)
 	ctl->accept_resume_ns = 0;
 }
 
-/* Close connections that made no progress for client_timeout_ms; return
- * the earliest idle deadline of those left (INT64_MAX: none). */
+/* Close connections past their line deadline (client_timeout_ms after
+ * the line began: bytes trickling in do not move it); return the earliest
+ * deadline of those left (INT64_MAX: none). */
 static int64_t expire_idle(struct vctl *ctl, int64_t now)
 {
-	int64_t limit = (int64_t)atomic_load_explicit(&ctl->client_timeout_ms, memory_order_relaxed) * VB_NS_PER_MS;
 	int64_t due = INT64_MAX;
 
 	for (unsigned i = 0; i < ctl->n_clients;) {
 		struct vctl_client *c = ctl->clients[i];
-		if (now - c->active_ns > limit) {
+		if (now >= c->deadline_ns) {
 			VCTL_COUNT(ctl, idle_closed);
 			client_close(ctl, c); /* moves the last client to i */
 			continue;
 		}
-		if (c->active_ns + limit < due)
-			due = c->active_ns + limit;
+		if (c->deadline_ns < due)
+			due = c->deadline_ns;
 		i++;
 	}
 	return due;
 }
 
-/* How long epoll may sleep: until the first client's idle deadline (`due`,
+/* How long epoll may sleep: until the first client's line deadline (`due`,
  * from expire_idle) or the end of an accept pause; forever when neither
  * exists (an idle daemon's control thread wakes only for a connection or
  * the stop). */
@@ -758,13 +787,17 @@ void vctl_stats_get(struct vctl *ctl, struct vctl_stats *out)
 #define M(field, kind, help) VB_METRIC(struct vctl_stats, field, kind, "", help)
 const struct vb_metric vctl_metrics[] = {
 	M(connections, VB_METRIC_COUNTER, "control connections accepted"),
-	M(clients, VB_METRIC_GAUGE, "control and metrics connections open now"),
-	M(refused_busy, VB_METRIC_COUNTER, "connections refused because control.max_clients were open"),
+	M(clients, VB_METRIC_GAUGE, "control socket connections open now"),
+	M(refused_busy, VB_METRIC_COUNTER, "control connections refused because control.max_clients were open"),
+	M(metrics_clients, VB_METRIC_GAUGE, "control.metrics_listen connections open now"),
+	M(metrics_refused_busy, VB_METRIC_COUNTER,
+	  "metrics connections refused (503) because control.metrics_max_clients were open"),
 	M(commands, VB_METRIC_COUNTER, "command lines answered"),
 	M(errors, VB_METRIC_COUNTER, "error replies (of the commands)"),
 	M(denied, VB_METRIC_COUNTER, "commands refused for want of a permission level (of the errors)"),
 	M(lines_too_long, VB_METRIC_COUNTER, "connections closed for a command line over the limit"),
-	M(idle_closed, VB_METRIC_COUNTER, "connections closed by control.client_timeout_ms"),
+	M(idle_closed, VB_METRIC_COUNTER,
+	  "connections closed at their line deadline (control.client_timeout_ms: idle, trickling or not reading)"),
 	M(accept_errors, VB_METRIC_COUNTER, "accepts that failed for want of file descriptors or memory"),
 	M(metrics_requests, VB_METRIC_COUNTER, "HTTP requests on control.metrics_listen"),
 };

@@ -130,15 +130,16 @@ int vcli_call(struct vcli_conn *c, const char *line, json_t **reply, char **raw,
 	}
 	memcpy(msg, line, n);
 	msg[n] = '\n';
-	if (send_all(c->fd, msg, n + 1) < 0) {
-		snprintf(err, errlen, "%s: cannot send: %s", c->path, strerror(errno));
-		free(msg);
+	int sent = send_all(c->fd, msg, n + 1), send_errno = errno;
+	free(msg);
+	/* A send that failed may follow a line voltd wrote before it closed
+	 * (a connection refused as busy): read it before giving up. */
+	end = read_line(c, err, errlen);
+	if (end < 0) {
+		if (sent < 0)
+			snprintf(err, errlen, "%s: cannot send: %s", c->path, strerror(send_errno));
 		return VCLI_UNREACHABLE;
 	}
-	free(msg);
-	end = read_line(c, err, errlen);
-	if (end < 0)
-		return VCLI_UNREACHABLE;
 	*reply = json_loadb(c->buf, (size_t)end, 0, &je);
 	if (!*reply || !json_is_object(*reply)) {
 		snprintf(err, errlen, "%s: the reply is not a JSON object: %s", c->path,
@@ -163,5 +164,7 @@ int vcli_error_exit(const json_t *reply)
 		return VCLI_PERMISSION;
 	if (code && (strcmp(code, "usage") == 0 || strcmp(code, "unknown_command") == 0))
 		return VCLI_USAGE;
+	if (code && strcmp(code, "busy") == 0)
+		return VCLI_BUSY;
 	return VCLI_FAILED;
 }

@@ -17,6 +17,7 @@ enum vcli_exit {
 	VCLI_FAILED = 1,        /* the daemon refused or failed the command */
 	VCLI_USAGE = 2,         /* bad command line (ours or the daemon's verdict) */
 	VCLI_UNREACHABLE = 69,  /* EX_UNAVAILABLE: no daemon answers on the socket */
+	VCLI_BUSY = 75,         /* EX_TEMPFAIL: the daemon has too many clients; try again */
 	VCLI_PERMISSION = 77,   /* EX_NOPERM: the socket or the command is denied */
 };
 
@@ -43,7 +44,7 @@ int vcli_call(struct vcli_conn *c, const char *line, json_t **reply, char **raw,
 	      char *err, size_t errlen);
 
 /* The exit code an ok:false reply maps to: its "code" "permission" -> 77,
- * "usage" / "unknown_command" -> 2, anything else -> 1. */
+ * "usage" / "unknown_command" -> 2, "busy" -> 75, anything else -> 1. */
 int vcli_error_exit(const json_t *reply);
 
 #endif

@@ -36,7 +36,7 @@ static void usage(FILE *fp)
 		"Commands (see voltctl(1)): ping, version, help, stats [SECTION], metrics,\n"
 		"hist NAME, config [KEY...], schema, set KEY VALUE..., clear counters, reload,\n"
 		"drain, undrain, top.\n"
-		"Exit: 0 ok, 1 refused or failed, 2 usage, 69 daemon unreachable, 77 permission denied.\n",
+		"Exit: 0 ok, 1 refused or failed, 2 usage, 69 daemon unreachable, 75 busy, 77 permission denied.\n",
 		VOLTD_DEFAULT_CONTROL_SOCKET);
 }
 

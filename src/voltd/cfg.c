@@ -137,9 +137,11 @@ static const struct vcfg_key schema[] = {
 	{ "control", "operator_group", VCFG_STRING, "none", 0, 63, VCFG_F_NONE | VCFG_F_RELOAD, NULL, F(control.operator_group),
 	  "members of this group may also set and clear through the control socket; none = nobody" },
 	{ "control", "max_clients", VCFG_UINT, "64", 1, 4096, VCFG_F_RELOAD, NULL, F(control.max_clients),
-	  "control connections open at once; more are refused with an error" },
+	  "control socket connections open at once; more are refused with an error (root and voltd's user get 2 more)" },
+	{ "control", "metrics_max_clients", VCFG_UINT, "16", 1, 4096, VCFG_F_RELOAD, NULL, F(control.metrics_max_clients),
+	  "metrics_listen connections open at once, apart from the control socket's; more get a 503" },
 	{ "control", "client_timeout_ms", VCFG_UINT, "60000", 100, 3600000, VCFG_F_RELOAD, NULL, F(control.client_timeout_ms),
-	  "a control connection with nothing to do for this long is closed" },
+	  "deadline for each command line (its bytes and its reply) or metrics request; the connection is closed at it" },
 	{ "control", "metrics_listen", VCFG_ADDR, "off", 0, 0, 0, NULL, F(control.metrics_listen),
 	  "address:port of an HTTP listener answering GET /metrics (Prometheus); off = none" },
 	/* [log] */

@@ -55,6 +55,7 @@ struct vcfg {
 		char group[64]; /* "" = none */
 		char operator_group[64]; /* "" = none */
 		unsigned max_clients;
+		unsigned metrics_max_clients;
 		unsigned client_timeout_ms;
 		struct vcfg_addr metrics_listen; /* len 0 = off */
 	} control;

@@ -99,6 +99,7 @@ int vd_ctl_config(const struct vcfg *cfg, struct vctl_config *out)
 	out->group = cfg->control.group;
 	out->operator_group = cfg->control.operator_group;
 	out->max_clients = cfg->control.max_clients;
+	out->metrics_max_clients = cfg->control.metrics_max_clients;
 	out->client_timeout_ms = cfg->control.client_timeout_ms;
 	out->metrics_addr = cfg->control.metrics_listen.addr;
 	out->metrics_len = cfg->control.metrics_listen.len;

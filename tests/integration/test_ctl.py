@@ -113,7 +113,8 @@ def test_no_file_runs_with_the_schema_values(daemon):
     assert {"scheduler.stealing", "scheduler.budget", "log.level"} <= live
     assert "io.backend" not in live
     reload = {k["key"] for k in keys if k["apply"] == "reload"}
-    assert reload == {"control.operator_group", "control.max_clients", "control.client_timeout_ms"}
+    assert reload == {"control.operator_group", "control.max_clients", "control.metrics_max_clients",
+                      "control.client_timeout_ms"}
     # -T of a missing default file is an error; without -c it prints the schema's values
     r = subprocess.run([VOLTD, "-T"], capture_output=True, text=True, env=dict(os.environ))
     if r.returncode == 0 and "embedded defaults" in r.stdout:
@@ -172,8 +173,9 @@ def test_reload_reports_changes_restart_keys_and_errors(daemon, tmp_path):
     k = {x["key"]: x for x in ctl(d, "config scheduler.budget scheduler.global_batch_max")["keys"]}
     assert k["scheduler.budget"]["value"] == "77" and k["scheduler.budget"]["source"] == "%s:2" % conf
     assert k["scheduler.global_batch_max"]["value"] == "64"  # not applied: restart only
-    # control.max_clients = 3 applies at once (a reload-only key): a 4th connection is refused
-    held = [Ctl(d.control) for _ in range(3)]
+    # control.max_clients = 3 applies at once (a reload-only key): as root
+    # (2 admin slots more) a 6th connection is refused
+    held = [Ctl(d.control) for _ in range(3 + 2)]
     with Ctl(d.control) as c:
         assert json.loads(c.line())["code"] == "busy"
     for c in held:

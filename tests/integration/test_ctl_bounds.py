@@ -2,13 +2,24 @@
 """The control socket as a protocol under abuse: pipelined commands (several
 in one write, thousands in a stream, a half-closed stream as `socat` sends)
 each answered once and in order; control bytes in a line (NUL) refused with
-a JSON error instead of cutting the line."""
+a JSON error instead of cutting the line; separate client limits for the
+metrics port and the control socket, slots kept for admin peers, and a
+deadline for a whole command line (D1)."""
 import json
+import os
+import shutil
 import socket
+import subprocess
+import sys
 import threading
+import time
 
-from conftest import free_port
-from ctlutil import Ctl
+import pytest
+
+from conftest import BUILDDIR, free_port
+from ctlutil import Ctl, shared  # noqa: F401 (fixture)
+
+VOLTCTL = os.path.join(BUILDDIR, "voltctl")
 
 
 def replies(sock, n, timeout=60):
@@ -99,3 +110,87 @@ def test_metrics_listen_answers_a_head_ended_by_bare_lf(daemon):
                 break
             data += chunk
     assert data.startswith(b"HTTP/1.1 200 OK\r\n") and b"\nvoltd_build_info{" in data, data[:200]
+
+
+# Runs as uid 65534: opens N control connections, says so, holds them until
+# its standard input closes.
+HOLDER = r'''
+import socket, sys
+ss = []
+for _ in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); ss.append(s)
+print("held", flush=True)
+sys.stdin.read()
+'''
+
+
+def test_metrics_port_clients_cannot_lock_root_out(daemon):
+    """D1: the metrics port has its own client limit; filling it (idle
+    clients sending a byte now and then) leaves the control socket free."""
+    mport = free_port()
+    d = daemon("-s", "control.metrics_listen=127.0.0.1:%d" % mport, "-s", "control.max_clients=4",
+               "-s", "control.metrics_max_clients=8")
+    held = []
+    try:
+        for _ in range(40):
+            s = socket.create_connection(("127.0.0.1", mport), timeout=10)
+            s.sendall(b"G")
+            held.append(s)
+        r = subprocess.run([VOLTCTL, "-s", str(d.control), "ping"], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r
+        st = Ctl(d.control).cmd("stats control")["control"]
+        assert st["metrics_clients"] == 8 and st["metrics_refused_busy"] >= 32 and st["refused_busy"] == 0, st
+    finally:
+        for s in held:
+            s.close()
+
+
+def test_a_slot_is_kept_for_root_when_users_fill_the_socket(daemon, shared):
+    """D1: uid 65534 fills control.max_clients; root (admin) still gets in,
+    another user does not."""
+    if not shutil.which("setpriv"):
+        pytest.skip("setpriv not found: install the Debian package util-linux")
+    sock = os.path.join(shared, "control.sock")
+    d = daemon("-s", "control.socket=" + sock, "-s", "control.mode=0666", "-s", "control.max_clients=4")
+    d.control = sock
+    holder = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+                               sys.executable, "-c", HOLDER, sock, "4"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        deadline = time.monotonic() + 10
+        while Ctl(sock).cmd("stats control")["control"]["clients"] < 5:  # 4 held + this one
+            assert time.monotonic() < deadline, "the holder's connections were not accepted"
+            time.sleep(0.05)
+        r = subprocess.run([VOLTCTL, "-s", sock, "ping"], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", VOLTCTL, "-s", sock,
+                            "ping"], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 75 and "busy" in r.stderr, r
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+
+
+def test_a_trickling_client_is_cut_at_the_line_deadline(daemon):
+    """D1: a byte now and then does not keep a connection: the whole line
+    must arrive within control.client_timeout_ms."""
+    d = daemon("-s", "control.client_timeout_ms=1000")
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(str(d.control))
+    s.settimeout(0.3)
+    closed = False
+    for _ in range(100):  # 30 s at most: far past the 1 s deadline
+        try:
+            s.send(b"p")
+            if s.recv(100) == b"":
+                closed = True
+                break
+        except socket.timeout:
+            continue
+        except (BrokenPipeError, ConnectionResetError):
+            closed = True
+            break
+    s.close()
+    assert closed, "a client sending a byte every 0.3 s was kept past a 1 s line deadline"
+    assert Ctl(d.control).cmd("stats control")["control"]["idle_closed"] == 1

@@ -118,7 +118,8 @@ def test_abuse_of_the_control_socket_leaves_http_serving(voltd):
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096), hard))
     p = wrk(d.port, "/healthz", seconds=3)
 
-    # 1,000 connections: 16 are served, the others get "busy" and are closed
+    # 1,000 connections: 16 are served, 2 more because this test runs as
+    # root (admin slots), the others get "busy" and are closed
     conns, busy = [], 0
     deadline = time.monotonic() + 30
     for _ in range(1000):
@@ -150,7 +151,7 @@ def test_abuse_of_the_control_socket_leaves_http_serving(voltd):
         else:
             busy += 1  # refused before the error line could be read
         s.close()
-    assert busy >= 1000 - 16, busy
+    assert busy >= 1000 - 16 - 2, busy
 
     # a 1 MiB line: an error, then the connection is closed
     with Ctl(d.control) as c:
@@ -195,7 +196,7 @@ def test_abuse_of_the_control_socket_leaves_http_serving(voltd):
     time.sleep(2.0)
     st = ctl(d, "stats control")["control"]
     lazy.close()
-    assert st["refused_busy"] >= 1000 - 16 and st["lines_too_long"] == 1 and st["idle_closed"] >= 1, st
+    assert st["refused_busy"] >= 1000 - 16 - 2 and st["lines_too_long"] == 1 and st["idle_closed"] >= 1, st
 
 
 def test_promtool_accepts_the_metrics(voltd):

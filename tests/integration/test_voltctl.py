@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
 """voltctl against a real voltd: each output mode (tables, --json, --prom,
 metrics), the socket from -s and from $VOLTD_CONTROL, every exit code
-(0 ok, 1 refused, 2 usage, 69 unreachable, 77 permission: at connect and
-per command, as uid 65534 via setpriv), `top -b` frames with one row per
+(0 ok, 1 refused, 2 usage, 69 unreachable, 75 busy (test_ctl_bounds.py),
+77 permission: at connect and per command, as uid 65534 via setpriv), `top -b` frames with one row per
 worker, `top` full screen under tmux (one row per worker, and it updates),
 and the stall seen through the control socket: with voltd-test's
 GET /v1/stall a worker shows stalled in `stats` (which still answers) within
