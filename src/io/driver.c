@@ -367,6 +367,7 @@ const struct vb_metric vio_worker_metrics[] = {
 	W(recv_multishot_arms, VB_METRIC_COUNTER, "multishot receives armed"),
 	W(recv_enobufs, VB_METRIC_COUNTER, "multishot receives ended for want of provided buffers"),
 	W(recv_plain, VB_METRIC_COUNTER, "plain (single-shot) receives"),
+	W(eagain_retries, VB_METRIC_COUNTER, "io_uring receives and sends the kernel ended with EAGAIN, issued again"),
 	VB_METRIC_AS(struct vio_worker_stats, recv_bytes, "bytes_in", VB_METRIC_COUNTER, "bytes",
 		     "bytes received"),
 	VB_METRIC_AS(struct vio_worker_stats, send_bytes, "bytes_out", VB_METRIC_COUNTER, "bytes",

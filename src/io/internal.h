@@ -58,6 +58,7 @@ enum vio_kind {
 #define VIO_TF_TIMEDOUT  0x2u /* ... because the deadline passed */
 /* op->wflags (owner worker, owner-private while in flight) */
 #define VIO_WF_THROTTLED 0x1u /* multishot cancelled for back pressure */
+#define VIO_WF_FAKE_EAGAIN 0x2u /* test hook: this NOP stands for an -EAGAIN */
 
 /* Result of a terminated multishot recv that ended with data but without
  * CQE_F_MORE: re-arm. Not an errno. */
@@ -208,6 +209,8 @@ int vio__uring_probe(struct vio *io, char *why, size_t whylen);
 extern uint32_t vio__uring_hide_features;
 /* Test hook: a full SQ behaves as if the kernel said -EBUSY (CQ first). */
 extern bool vio__uring_test_sq_busy;
+/* Test hook: receives and sends per 1000 that end with -EAGAIN unissued. */
+extern uint32_t vio__uring_test_eagain_permille;
 
 /* --------------------------------------------------------------- worker */
 
@@ -215,7 +218,7 @@ extern bool vio__uring_test_sq_busy;
  * read by vio_stats_snapshot. The names are those of vio_worker_stats. */
 #define VIO_STATS_U64(X) \
 	X(submitted) X(completed) X(immediate) X(cancels) \
-	X(recv_multishot_arms) X(recv_enobufs) X(recv_plain) \
+	X(recv_multishot_arms) X(recv_enobufs) X(recv_plain) X(eagain_retries) \
 	X(recv_bytes) X(send_bytes) X(send_partial) \
 	X(accepts) X(accept_pauses) X(accept_errors) X(accept_rearms) X(timers_fired) \
 	X(parks) X(park_wakeups_io) X(sq_full) X(cq_overflow) X(flushes) \

@@ -255,7 +255,7 @@ struct vio_worker_stats {
 	uint64_t completed;        /* operations finished by the worker */
 	uint64_t immediate;        /* libev: finished without waiting */
 	uint64_t cancels;          /* cancellations issued */
-	uint64_t recv_multishot_arms, recv_enobufs, recv_plain;
+	uint64_t recv_multishot_arms, recv_enobufs, recv_plain, eagain_retries;
 	uint64_t recv_bytes, send_bytes, send_partial;
 	uint64_t accepts, accept_pauses, accept_errors, accept_rearms;
 	uint64_t timers_fired;

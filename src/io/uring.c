@@ -50,6 +50,10 @@ uint32_t vio__uring_hide_features;
 /* Test hook (internal.h): get_sqe treats a full SQ as the kernel's -EBUSY
  * (its CQ must be emptied before it takes more submissions). */
 bool vio__uring_test_sq_busy;
+/* Test hook (internal.h): this many receives and sends in 1000 end with
+ * -EAGAIN without reaching the kernel (a NOP stands in for them), as the
+ * kernel may end them on an O_NONBLOCK socket. */
+uint32_t vio__uring_test_eagain_permille;
 
 struct vio_uring_w {
 	struct io_uring ring;
@@ -65,6 +69,7 @@ struct vio_uring_w {
 	unsigned stash_head, stash_tail, stash_cap;
 	bool dispatching;           /* inside cqe_dispatch (nesting is a bug) */
 	int64_t sq_since;           /* when the oldest unsubmitted SQE was taken */
+	uint64_t test_rng;          /* vio__uring_test_eagain_permille's draws */
 	struct io_uring_buf_ring *br;
 	size_t br_bytes, buf_bytes;
 	unsigned br_mask;
@@ -296,11 +301,35 @@ static struct io_uring_sqe *get_sqe(struct vio_worker *w)
 	return sqe;
 }
 
+/* vio__uring_test_eagain_permille: should this receive or send end with
+ * a made-up -EAGAIN? Then a NOP carries its user_data instead. */
+static bool test_fake_eagain(struct vio_worker *w, struct vio_op *op, struct io_uring_sqe *sqe)
+{
+	struct vio_uring_w *uw = uw_of(w);
+	uint64_t x;
+
+	if (!vio__uring_test_eagain_permille || op->kind == VIO_K_CLOSE)
+		return false;
+	x = uw->test_rng ? uw->test_rng : 0x9E3779B97F4A7C15ull + w->id;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	uw->test_rng = x;
+	if (x % 1000 >= vio__uring_test_eagain_permille)
+		return false;
+	io_uring_prep_nop(sqe);
+	io_uring_sqe_set_data64(sqe, ud(op, op->kind == VIO_K_RECV_MS ? TAG_MS : TAG_OP));
+	op->wflags |= VIO_WF_FAKE_EAGAIN;
+	return true;
+}
+
 static void prep_op(struct vio_worker *w, struct vio_op *op)
 {
 	struct io_uring_sqe *sqe = get_sqe(w);
 	int fd = op->conn->fd;
 
+	if (test_fake_eagain(w, op, sqe))
+		return;
 	switch (op->kind) {
 	case VIO_K_RECV:
 		io_uring_prep_recv(sqe, fd, op->buf, op->len, 0);
@@ -433,9 +462,41 @@ static void lsock_cqe(struct vio_worker *w, struct vio_lsock *ls, int res, unsig
 
 /* ------------------------------------------------------------ completion */
 
+/*
+ * A receive or send on an O_NONBLOCK socket may end with -EAGAIN: the
+ * kernel arms a poll and issues it again on every wake-up, but after 128
+ * wake-ups that found nothing (APOLL_MAX_RETRY) it hands the request to an
+ * io-wq thread, whose attempt on a non-blocking socket returns -EAGAIN to
+ * us. It is "not ready yet", never an error: issue it again (from where it
+ * stopped) unless it is being cancelled. Seen under load as a server that
+ * dropped a healthy connection mid-echo (test_io_echo, 1 in ~75 runs).
+ */
+static bool retry_eagain(struct vio_worker *w, struct vio_op *op, int *res)
+{
+	if (*res != -EAGAIN)
+		return false;
+	/* Relaxed: CANCEL only says "do not go on"; a missed bit is followed
+	 * by the cancel request, which finds the request issued again. */
+	if (uw_of(w)->stopping ||
+	    (atomic_load_explicit(&op->state, memory_order_relaxed) & VIO_OP_CANCEL)) {
+		*res = -ECANCELED; /* what the cancel would have said */
+		return false;
+	}
+	VIO_STAT_INC(w, eagain_retries);
+	uw_of(w)->inflight++;
+	prep_op(w, op);
+	return true;
+}
+
 static void op_cqe(struct vio_worker *w, struct vio_op *op, int res)
 {
 	uw_of(w)->inflight--;
+	if (op->wflags & VIO_WF_FAKE_EAGAIN) {
+		op->wflags &= (uint8_t)~VIO_WF_FAKE_EAGAIN;
+		res = -EAGAIN;
+	}
+	if (retry_eagain(w, op, &res))
+		return;
 	switch (op->kind) {
 	case VIO_K_SEND:
 	case VIO_K_SENDV:
@@ -472,6 +533,11 @@ static void op_cqe(struct vio_worker *w, struct vio_op *op, int res)
 
 static void ms_cqe(struct vio_worker *w, struct vio_op *op, int res, unsigned flags)
 {
+	if (op->wflags & VIO_WF_FAKE_EAGAIN) {
+		op->wflags &= (uint8_t)~VIO_WF_FAKE_EAGAIN;
+		res = -EAGAIN;
+		flags = 0;
+	}
 	if (flags & IORING_CQE_F_BUFFER) {
 		struct vio_buf *b = &w->bufs[flags >> IORING_CQE_BUFFER_SHIFT];
 
@@ -489,6 +555,11 @@ static void ms_cqe(struct vio_worker *w, struct vio_op *op, int res, unsigned fl
 	if (flags & IORING_CQE_F_MORE)
 		return;
 	uw_of(w)->inflight--;
+	if (res == -EAGAIN) {
+		/* Not ready yet (see retry_eagain): the task arms it again. */
+		VIO_STAT_INC(w, eagain_retries);
+		res = VIO_MS_REARM;
+	}
 	vio__op_complete(w, op, res > 0 ? VIO_MS_REARM : res);
 }
 
