@@ -15,29 +15,128 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define MAX_ARGS 128
 
+/* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 when the
+ * bytes there are not one (invalid, overlong, a surrogate, past U+10FFFF,
+ * or cut short by n). */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	size_t len;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/* The offset of the first byte of s that is not valid UTF-8, or -1. */
+static long utf8_invalid_at(const char *s)
+{
+	size_t n = strlen(s);
+
+	for (size_t i = 0; i < n;) {
+		size_t l = utf8_seq((const unsigned char *)s + i, n - i);
+		if (!l)
+			return (long)i;
+		i += l;
+	}
+	return -1;
+}
+
+/* Make s valid UTF-8 in place: a sequence cut short at the end (by a
+ * truncation) is dropped, any other invalid byte becomes '?'. */
+static void utf8_clean(char *s)
+{
+	size_t n = strlen(s);
+
+	for (size_t i = 0; i < n;) {
+		size_t l = utf8_seq((const unsigned char *)s + i, n - i);
+		if (l) {
+			i += l;
+			continue;
+		}
+		/* A lead byte whose sequence would run past the end: cut there. */
+		unsigned char b = (unsigned char)s[i];
+		size_t want = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc2 ? 2 : 0;
+		bool tail = want && i + want > n;
+		for (size_t k = i + 1; tail && k < n; k++)
+			tail = ((unsigned char)s[k] & 0xc0) == 0x80;
+		if (tail) {
+			s[i] = '\0';
+			return;
+		}
+		s[i++] = '?';
+	}
+}
+
+/* Made once by vctl__error_init: what vctl__error returns when it cannot
+ * allocate, so that a failed error can never be taken for success (a NULL
+ * from a command means "ok"). Shared: vctl__error_set leaves it alone. */
+static json_t *oom_error;
+
+int vctl__error_init(void)
+{
+	if (!oom_error)
+		oom_error = json_pack("{s:s, s:b, s:s, s:s}", "schema", "voltd.error.v1", "ok", 0, "error",
+				      "out of memory", "code", "internal");
+	return oom_error ? 0 : -ENOMEM;
+}
+
 json_t *vctl__error(const char *code, const char *fmt, ...)
 {
-	char msg[512];
+	char msg[1024];
 	va_list ap;
+	json_t *e;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return json_pack("{s:s, s:b, s:s, s:s}", "schema", "voltd.error.v1", "ok", 0, "error", msg,
-			 "code", code);
+	utf8_clean(msg); /* arguments may be cut anywhere by the bound above */
+	e = json_pack("{s:s, s:b, s:s, s:s}", "schema", "voltd.error.v1", "ok", 0, "error", msg, "code", code);
+	return e ? e : json_incref(oom_error);
+}
+
+void vctl__error_set(json_t *e, const char *key, json_t *value)
+{
+	if (e == oom_error || !value)
+		json_decref(value);
+	else
+		json_object_set_new(e, key, value);
 }
 
 static json_t *string_array(const struct vb_strlist *l)
 {
 	json_t *a = json_array();
-	for (size_t i = 0; a && i < l->n; i++)
-		json_array_append_new(a, json_string(l->msg[i]));
+	for (size_t i = 0; a && i < l->n; i++) {
+		char *m = strdup(l->msg[i]);
+		if (m)
+			utf8_clean(m); /* a message may quote the caller's bytes, cut */
+		json_array_append_new(a, json_string(m ? m : "?"));
+		free(m);
+	}
 	return a;
 }
 
@@ -195,7 +294,7 @@ static json_t *cmd_set(struct vctl *ctl, const struct vctl_peer *peer, int argc,
 	if (h->config_set(h->ctx, n, keys, values, &errors) < 0) {
 		json_t *e = vctl__error("invalid", "set: nothing changed: %s",
 					errors.n ? errors.msg[0] : "rejected");
-		json_object_set_new(e, "errors", string_array(&errors));
+		vctl__error_set(e, "errors", string_array(&errors));
 		vb_strlist_fini(&errors);
 		return e;
 	}
@@ -235,7 +334,7 @@ static json_t *cmd_reload(struct vctl *ctl, const struct vctl_peer *peer, int ar
 		return vctl__error("unsupported", "reload: not available");
 	if (h->reload(h->ctx, &changed, &restart, &errors) < 0) {
 		ret = vctl__error("invalid", "reload: the file has errors; the running configuration is kept");
-		json_object_set_new(ret, "errors", string_array(&errors));
+		vctl__error_set(ret, "errors", string_array(&errors));
 	} else {
 		json_object_set_new(r, "changed", string_array(&changed));
 		json_object_set_new(r, "restart_needed", string_array(&restart));
@@ -304,20 +403,26 @@ json_t *vctl__execute(struct vctl *ctl, const struct vctl_peer *peer, char *line
 	}
 	if (argc == 0)
 		return vctl__error("usage", "empty command (try: help)");
+	/* Replies quote arguments; JSON strings are UTF-8. */
+	for (int i = 0; i < argc; i++) {
+		long bad = utf8_invalid_at(argv[i]);
+		if (bad >= 0)
+			return vctl__error("invalid", "argument %d is not valid UTF-8 (byte %ld); nothing was run",
+					   i + 1, bad + 1);
+	}
 	const struct vctl_cmd *c = NULL;
 	for (size_t i = 0; i < vctl__n_commands && !c; i++)
 		if (strcmp(vctl__commands[i].name, argv[0]) == 0)
 			c = &vctl__commands[i];
 	if (!c) {
-		json_t *e = vctl__error("unknown_command", "unknown command '%.64s' (try: help)", argv[0]);
-		return e;
+		return vctl__error("unknown_command", "unknown command '%.64s' (try: help)", argv[0]);
 	}
 	if (peer->level < c->level) {
 		VCTL_COUNT(ctl, denied);
 		json_t *e = vctl__error("permission", "%s needs the %s level; you (uid %u) are %s", c->name,
 					vctl__level_name(c->level), (unsigned)peer->uid, vctl__level_name(peer->level));
-		json_object_set_new(e, "need", json_string(vctl__level_name(c->level)));
-		json_object_set_new(e, "level", json_string(vctl__level_name(peer->level)));
+		vctl__error_set(e, "need", json_string(vctl__level_name(c->level)));
+		vctl__error_set(e, "level", json_string(vctl__level_name(peer->level)));
 		return e;
 	}
 	char schema[64];

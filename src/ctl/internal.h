@@ -108,8 +108,14 @@ extern const size_t vctl__n_commands;
 /* Run one command line for `peer`: returns the reply (one JSON object). */
 json_t *vctl__execute(struct vctl *ctl, const struct vctl_peer *peer, char *line);
 
-/* {"schema":"voltd.error.v1","ok":false,"error":msg,"code":code} */
+/* {"schema":"voltd.error.v1","ok":false,"error":msg,"code":code}. Never
+ * NULL (a command returning NULL succeeded): msg is made valid UTF-8 (cut
+ * at a character boundary, invalid bytes as '?'); out of memory, a shared
+ * "internal" error made by vctl__error_init (vctl_new) is returned. */
 json_t *vctl__error(const char *code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int vctl__error_init(void);
+/* Add key: value (reference stolen) to an error from vctl__error. */
+void vctl__error_set(json_t *e, const char *key, json_t *value);
 
 const char *vctl__level_name(enum vctl_level l);
 

@@ -241,8 +241,10 @@ int vctl_new(const struct vctl_config *cfg, struct vctl **out, const char **why)
 	int rc;
 
 	*why = "out of memory";
-	if (!ctl)
+	if (!ctl || vctl__error_init() < 0) {
+		free(ctl);
 		return -ENOMEM;
+	}
 	ctl->cfg = *cfg;
 	ctl->lfd = ctl->mfd = ctl->epfd = ctl->evfd = -1;
 	ctl->self_uid = geteuid();

@@ -18,6 +18,7 @@
 #include "voltd/life.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -87,8 +88,16 @@ static void apply_live(struct vd_ctl *d)
 	vrt_set_budget(d->rt, cfg->scheduler.budget);
 	if (d->srv)
 		vsrv_set_live(d->srv, &cfg->server);
-	if (vrt_set_stall_warn_ms(d->rt, cfg->scheduler.stall_warn_ms) < 0 && cfg->scheduler.stall_warn_ms)
-		vb_warn("control.stall_warn_ms: the stall monitor was off at start; turning it on needs a restart");
+	vrt_set_stall_warn_ms(d->rt, cfg->scheduler.stall_warn_ms); /* checked by monitor_off first */
+}
+
+/* Did the runtime start without its stall monitor (stall_warn_ms = 0)? Then
+ * control.stall_warn_ms cannot turn on live: set refuses it, a reload
+ * lists it as needing a restart. Probed by setting the running value
+ * again, which changes nothing. d->mu held. */
+static bool monitor_off(struct vd_ctl *d)
+{
+	return d->rt && vrt_set_stall_warn_ms(d->rt, d->cfg->scheduler.stall_warn_ms) < 0;
 }
 
 int vd_ctl_config(const struct vcfg *cfg, struct vctl_config *out)
@@ -178,6 +187,11 @@ static int config_set(void *ctx, size_t n, char *const *keys, char *const *value
 	}
 	if (rc == 0 && vcfg_validate(next, "set", &err) > 0)
 		rc = -EINVAL;
+	if (rc == 0 && next->scheduler.stall_warn_ms && monitor_off(d)) {
+		vb_strlist_add(errors, "control.stall_warn_ms: the stall monitor was off at start (0); "
+				       "turning it on needs a restart: edit the file and restart");
+		rc = -EINVAL;
+	}
 	for (size_t i = 0; i < err.n; i++)
 		vb_strlist_add(errors, "%s", err.msg[i]);
 	if (rc == 0) {
@@ -224,12 +238,18 @@ int vd_ctl_reload(struct vd_ctl *d, struct vb_strlist *changed, struct vb_strlis
 			goto unlock;
 		}
 	}
+	bool keep_monitor_off = next->scheduler.stall_warn_ms && monitor_off(d);
 	for (size_t i = 0; i < n; i++) {
 		vcfg_format(d->cfg, &schema[i], a, sizeof(a));
 		vcfg_format(next, &schema[i], b, sizeof(b));
 		if (strcmp(a, b) == 0)
 			continue;
-		if (schema[i].flags & (VCFG_F_LIVE | VCFG_F_RELOAD))
+		bool stays_off = keep_monitor_off && schema[i].offset == offsetof(struct vcfg, scheduler.stall_warn_ms);
+		if (stays_off) { /* the running value (0) stays, as `config` shows */
+			next->scheduler.stall_warn_ms = d->cfg->scheduler.stall_warn_ms;
+			memcpy(next->source[i], d->cfg->source[i], sizeof(next->source[i]));
+		}
+		if ((schema[i].flags & (VCFG_F_LIVE | VCFG_F_RELOAD)) && !stays_off)
 			vb_strlist_add(changed, "%s.%s", schema[i].section, schema[i].name);
 		else
 			vb_strlist_add(restart, "%s.%s", schema[i].section, schema[i].name);

@@ -257,3 +257,52 @@ def test_set_a_job_limit_takes_effect(daemon):
     assert r["ok"] and r["keys"][0]["apply"] == "live", r
     assert request(d.port, "GET", "/v1/spin?n=1000").status == 400
     assert request(d.port, "GET", "/v1/spin?n=100").status == 200
+
+
+def test_a_reply_is_ok_only_when_the_command_ran(daemon):
+    """D4: long or invalid UTF-8 in a command never turns into "ok":true:
+    every reply is valid JSON matching its schema; arguments that are not
+    UTF-8 are refused naming their position; long error texts are cut at a
+    character boundary; nothing changes."""
+    d = daemon()
+    check = validator(d)
+    e300 = "é".encode() * 300
+    with Ctl(d.control) as c:
+        for line, code, pos in [(b"stats \xff", "invalid", 2), (b"config \xc3", "invalid", 2),
+                                (b"hist \xe2\x82", "invalid", 2), (b"set log.level \xff\xfe", "invalid", 3),
+                                (b"\xc3\x28 x", "invalid", 1)]:
+            c.sock.sendall(line + b"\n")
+            r = check(json.loads(c.line().decode("utf-8")))
+            assert r["ok"] is False and r["code"] == code and "argument %d" % pos in r["error"], (line, r)
+        # valid UTF-8 that makes long error texts (cut at 512 bytes before)
+        c.sock.sendall(b"set log.level x" + e300 + b"\n")
+        r = check(json.loads(c.line().decode("utf-8")))
+        assert r["ok"] is False and r["code"] == "invalid" and r["errors"], r
+        c.sock.sendall(b"a" * 63 + "é".encode() + b"\n")
+        r = check(json.loads(c.line().decode("utf-8")))
+        assert r["ok"] is False and r["code"] == "unknown_command", r
+        c.sock.sendall(b"config " + e300 + b"\n")
+        r = check(json.loads(c.line().decode("utf-8")))
+        assert r["ok"] is False and r["code"] == "invalid", r
+    assert ctl(d, "config log.level")["keys"][0]["value"] == "info"
+
+
+def test_stall_warn_ms_cannot_be_turned_on_live_when_the_monitor_is_off(daemon, tmp_path):
+    """D12: with the monitor off at start, `set control.stall_warn_ms N`
+    is refused (it needs a restart) and a reload lists it under
+    restart_needed; `config` keeps showing the effective 0. With the
+    monitor on, the value changes live."""
+    conf = tmp_path / "v.conf"
+    conf.write_text("[control]\nstall_warn_ms = 0\n")
+    d = daemon("-c", str(conf))
+    r = ctl(d, "set control.stall_warn_ms 100")
+    assert r["ok"] is False and r["code"] == "invalid" and "restart" in r["error"], r
+    assert ctl(d, "set control.stall_warn_ms 0")["ok"]  # off stays off: fine
+    conf.write_text("[control]\nstall_warn_ms = 250\n")
+    r = ctl(d, "reload")
+    assert r["ok"] and "control.stall_warn_ms" in r["restart_needed"] and "control.stall_warn_ms" not in r["changed"], r
+    assert ctl(d, "config control.stall_warn_ms")["keys"][0]["value"] == "0"
+    assert d.stop() == 0
+    d2 = daemon("-s", "control.stall_warn_ms=100")
+    assert ctl(d2, "set control.stall_warn_ms 300")["ok"]
+    assert ctl(d2, "config control.stall_warn_ms")["keys"][0]["value"] == "300"

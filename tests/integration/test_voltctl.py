@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -217,3 +218,43 @@ def test_stall_shows_in_stats_and_top(daemon):
     while json.loads(voltctl("--json", "stats", "runtime", sock=d.control).stdout)["runtime"]["stalled"]:
         assert time.monotonic() < deadline, "the stall did not clear"
         time.sleep(0.05)
+
+
+def test_exit_codes_follow_the_man_page(daemon, tmp_path):
+    """D15/D4: every path of voltctl(1)'s EXIT STATUS. The daemon's own
+    verdicts first, then replies no voltd sends (from a peer on a socket of
+    the test's own): a reply is success only when it is a JSON object with
+    "ok":true."""
+    d = daemon("-s", "control.stall_warn_ms=0")
+    # 1: the daemon understood the command and refused it
+    for args in [("stats", "bogus"), ("config", "no.such"), ("hist", "nosuch"), ("set", "log.level", "x" + "é" * 300),
+                 ("set", "control.stall_warn_ms", "100"), ("stats", "\udcff")]:
+        r = voltctl(*args, sock=d.control)
+        assert r.returncode == 1 and r.stderr.startswith("voltctl: "), (args, r)
+    r = voltctl("--json", "set", "log.level", "x" + "é" * 300, sock=d.control)
+    assert r.returncode == 1 and json.loads(r.stdout)["ok"] is False, r
+    assert json.loads(voltctl("--json", "config", "log.level", sock=d.control).stdout)["keys"][0]["value"] == "info"
+    # 2: not understood
+    r = voltctl("undrain", "now", sock=d.control)
+    assert r.returncode == 2, r
+    # replies from a peer that is not voltd
+    path = str(tmp_path / "fake.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(8)
+    for reply, code in [(b"not json\n", 69), (b'{"ok":true\n', 69), (b"[1,2]\n", 69), (b'{"ok":"\xff"}\n', 69),
+                        (b"", 69), (b'{"schema":"voltd.pong.v1"}\n', 1), (b'{"ok":"true"}\n', 1),
+                        (b'{"ok":1}\n', 1), (b'{"ok":false,"code":"busy","error":"busy"}\n', 75),
+                        (b'{"ok":false,"code":"permission","error":"no"}\n', 77), (b'{"ok":true}\n', 0)]:
+        def serve():
+            c, _ = srv.accept()
+            c.makefile("rb").readline()
+            c.sendall(reply)
+            c.close()
+        t = threading.Thread(target=serve)
+        t.start()
+        r = voltctl("ping", sock=path)
+        t.join(10)
+        assert r.returncode == code, (reply, r)
+        assert (r.returncode == 0) == (r.stderr == ""), (reply, r)
+    srv.close()
