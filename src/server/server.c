@@ -669,7 +669,8 @@ const struct vb_metric vsrv_metrics[] = {
 	S(client_resets, VB_METRIC_COUNTER, "", "connections ended by the peer mid-request or mid-response"),
 	S(bytes_in, VB_METRIC_COUNTER, "bytes", "bytes received from clients"),
 	S(bytes_out, VB_METRIC_COUNTER, "bytes", "bytes sent to clients"),
-	S(draining, VB_METRIC_GAUGE, "", "1 once the server is draining"),
+	S(draining, VB_METRIC_GAUGE, "", "1 while not ready (/readyz 503): drained by the control socket, or stopping"),
+	S(stopping, VB_METRIC_GAUGE, "", "1 once the server stops (SIGTERM): drained for good"),
 	S(budget_waits, VB_METRIC_COUNTER, "", "times a connection stopped reading because max_inflight_bytes was reached"),
 	S(budget_shed, VB_METRIC_COUNTER, "", "requests answered 503 at once because max_inflight_bytes was reached"),
 	VB_METRIC_AS(struct vsrv_stats, inflight_bytes, "inflight", VB_METRIC_GAUGE, "bytes",
@@ -749,7 +750,8 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 		}
 		ks->count = ks->lat.count;
 	}
-	out->draining = vsrv_draining(srv);
+	out->stopping = vsrv_draining(srv);
+	out->draining = out->stopping || !vsrv_ready(srv);
 	/* Relaxed: a gauge. */
 	int64_t held = atomic_load_explicit(&srv->inflight, memory_order_relaxed);
 	out->inflight_bytes = held > 0 ? (uint64_t)held : 0;

@@ -182,7 +182,8 @@ struct vsrv_stats {
 	uint64_t timeouts_header, timeouts_body, timeouts_idle, timeouts_send;
 	uint64_t client_resets;     /* connections ended by the peer mid-request/response */
 	uint64_t bytes_in, bytes_out;
-	uint64_t draining;          /* 1 from the moment vsrv_stop begins */
+	uint64_t draining;          /* 1 while not ready: drained (vsrv_set_ready) or stopping */
+	uint64_t stopping;          /* 1 from the moment vsrv_stop begins */
 	/* per stage: requests currently in that stage */
 	uint64_t in_flight[VSRV_STAGES];
 	/* channels (adjacent: vsrv_metric_groups walks them with one stride) */

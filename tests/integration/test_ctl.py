@@ -9,10 +9,11 @@ import os
 import socket
 import subprocess
 import time
+import urllib.request
 
 import pytest
 
-from conftest import VOLTD, free_port
+from conftest import BUILDDIR, VOLTD, free_port
 from ctlutil import Ctl, ctl, ctl_as, shared, validator  # noqa: F401 (fixture)
 from httputil import request
 
@@ -306,3 +307,29 @@ def test_stall_warn_ms_cannot_be_turned_on_live_when_the_monitor_is_off(daemon, 
     d2 = daemon("-s", "control.stall_warn_ms=100")
     assert ctl(d2, "set control.stall_warn_ms 300")["ok"]
     assert ctl(d2, "config control.stall_warn_ms")["keys"][0]["value"] == "300"
+
+
+def test_drain_shows_in_stats_metrics_and_top(daemon):
+    """D5: `drain` is visible to an operator who looks: stats server
+    (draining 1, stopping 0), voltd_server_draining on both Prometheus
+    outputs, and top's header; undrain clears all three."""
+    mport = free_port()
+    d = daemon("-s", "control.metrics_listen=127.0.0.1:%d" % mport)
+    top = [os.path.join(BUILDDIR, "voltctl"), "-s", str(d.control), "top", "-b", "-n", "1"]
+
+    def scrape():
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % mport, timeout=10) as r:
+            return r.read().decode()
+
+    def seen(on):
+        srv = ctl(d, "stats server")["server"]
+        assert srv["draining"] == on and srv["stopping"] == 0, srv
+        for text in (ctl(d, "metrics")["text"], scrape()):
+            assert "\nvoltd_server_draining %d\n" % on in text, text
+        out = subprocess.run(top, capture_output=True, text=True, timeout=30).stdout
+        assert ("DRAINING" in out.splitlines()[1]) == bool(on), out
+    seen(0)
+    assert ctl(d, "drain")["ok"]
+    seen(1)
+    assert ctl(d, "undrain")["ok"]
+    seen(0)
