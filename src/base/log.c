@@ -61,13 +61,12 @@ void vb_log_to_syslog(const char *ident)
 	log_syslog = true;
 }
 
-static void vlog(int level, const char *fmt, va_list ap)
+/* Write one line at `level`, whatever the level threshold. */
+static void emit(int level, const char *fmt, va_list ap)
 {
 	char buf[4096]; /* the server stats line is ~1.5 KiB */
 	size_t n;
 
-	if (level > atomic_load_explicit(&log_level, memory_order_relaxed))
-		return;
 	if (log_syslog) {
 		vsyslog(level, fmt, ap);
 		return;
@@ -93,6 +92,21 @@ static void vlog(int level, const char *fmt, va_list ap)
 	/* One write per line keeps lines whole between threads. */
 	ssize_t w = write(STDERR_FILENO, buf, n);
 	(void)w;
+}
+
+static void vlog(int level, const char *fmt, va_list ap)
+{
+	if (level > atomic_load_explicit(&log_level, memory_order_relaxed))
+		return;
+	emit(level, fmt, ap);
+}
+
+void vb_log_audit(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	emit(LOG_NOTICE, fmt, ap);
+	va_end(ap);
 }
 
 void vb_log(int level, const char *fmt, ...)

@@ -26,6 +26,10 @@ const char *vb_log_level_name(int level);
 
 void vb_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* An audit line (who changed what): at notice priority whatever the level
+ * set by vb_log_set_level, so no `set log.level` can silence it. */
+void vb_log_audit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #define vb_err(...)     vb_log(LOG_ERR, __VA_ARGS__)
 #define vb_warn(...)    vb_log(LOG_WARNING, __VA_ARGS__)
 #define vb_notice(...)  vb_log(LOG_NOTICE, __VA_ARGS__)

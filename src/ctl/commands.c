@@ -10,6 +10,7 @@
 #include "config.h"
 #include "ctl/internal.h"
 #include "base/compiler.h"
+#include "base/log.h"
 #include "base/time.h"
 #include "server/server.h"
 
@@ -390,6 +391,42 @@ const struct vctl_cmd vctl__commands[] = {
 };
 const size_t vctl__n_commands = VB_ARRAY_SIZE(vctl__commands);
 
+/* Run command c, permitted: its reply, or its error. */
+static json_t *run(struct vctl *ctl, const struct vctl_cmd *c, const struct vctl_peer *peer, int argc,
+		   char **argv)
+{
+	char schema[64];
+	snprintf(schema, sizeof(schema), "voltd.%s.v1", c->reply);
+	json_t *r = json_pack("{s:s, s:b}", "schema", schema, "ok", 1);
+	if (!r)
+		return vctl__error("internal", "out of memory");
+	json_t *err = c->run(ctl, peer, argc, argv, r);
+	if (err) {
+		json_decref(r);
+		return err;
+	}
+	return r;
+}
+
+/* The audit line of a command that changes something (refused or not):
+ * who (SO_PEERCRED's uid and pid, the level), the command line, and the
+ * outcome ("ok" or the error's code). vb_log_audit: log.level cannot
+ * silence it. Arguments are valid UTF-8 without control characters here,
+ * so the line cannot be forged into two. */
+static void audit(const struct vctl_peer *peer, int argc, char **argv, const json_t *reply)
+{
+	char line[1024];
+	size_t off = 0;
+
+	line[0] = '\0';
+	for (int i = 0; i < argc && off < sizeof(line); i++)
+		off += (size_t)snprintf(line + off, sizeof(line) - off, "%s%s", i ? " " : "", argv[i]);
+	const char *code = json_string_value(json_object_get(reply, "code"));
+	vb_log_audit("audit: uid=%u pid=%d level=%s: %s: %s", (unsigned)peer->uid, (int)peer->pid,
+		     vctl__level_name(peer->level), line,
+		     json_is_true(json_object_get(reply, "ok")) ? "ok" : code ? code : "failed");
+}
+
 json_t *vctl__execute(struct vctl *ctl, const struct vctl_peer *peer, char *line)
 {
 	char *argv[MAX_ARGS + 1];
@@ -423,17 +460,11 @@ json_t *vctl__execute(struct vctl *ctl, const struct vctl_peer *peer, char *line
 					vctl__level_name(c->level), (unsigned)peer->uid, vctl__level_name(peer->level));
 		vctl__error_set(e, "need", json_string(vctl__level_name(c->level)));
 		vctl__error_set(e, "level", json_string(vctl__level_name(peer->level)));
+		audit(peer, argc, argv, e);
 		return e;
 	}
-	char schema[64];
-	snprintf(schema, sizeof(schema), "voltd.%s.v1", c->reply);
-	json_t *r = json_pack("{s:s, s:b}", "schema", schema, "ok", 1);
-	if (!r)
-		return vctl__error("internal", "out of memory");
-	json_t *err = c->run(ctl, peer, argc, argv, r);
-	if (err) {
-		json_decref(r);
-		return err;
-	}
-	return r;
+	json_t *reply = run(ctl, c, peer, argc, argv);
+	if (c->level > VCTL_USER)
+		audit(peer, argc, argv, reply);
+	return reply;
 }
