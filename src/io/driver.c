@@ -18,8 +18,14 @@
  *      writes (queued work) to the parked worker.
  * [P2] owner leaves park: exchange to EMPTY (acq_rel), consuming a
  *      notification.
- * [B1] push of a released buffer: CAS (release); pairs with [B2], the
- *      owner's exchange (acquire) before it hands the buffer to the kernel.
+ * [B1] push of a released buffer: CAS (seq_cst); release pairs with [B2],
+ *      the owner's exchange (acquire) before it hands the buffer to the
+ *      kernel.
+ * [B3] after a push onto an empty stack, the releaser loads park_state
+ *      (seq_cst) and wakes a PARKED owner. [B4] the owner, after [P1]
+ *      (seq_cst on success), peeks at the stack (seq_cst) and takes it
+ *      before it sleeps. Store-buffering: with all four seq_cst, one side
+ *      sees the other, so a returned buffer never waits out a sleep.
  */
 #include "config.h"
 
@@ -121,16 +127,19 @@ static void po_park(void *ctx, unsigned id, int64_t timeout_ns)
 	/* No service() here: it may wake tasks, and we are about to sleep.
 	 * The runtime ran the poll hook just before; a timer that fell due
 	 * since makes the wait below zero-length. */
-	/* [P1] acq_rel: see the Ordering block; acquire on failure pairs
-	 * with [P3]. */
+	/* [P1] seq_cst (acq_rel, and [B3]/[B4]'s store): see the Ordering
+	 * block; acquire on failure pairs with [P3]. */
 	if (!atomic_compare_exchange_strong_explicit(&w->park_state, &expected, VIO_PK_PARKED,
-						     memory_order_acq_rel, memory_order_acquire)) {
+						     memory_order_seq_cst, memory_order_acquire)) {
 		/* [P2] acq_rel: consume the notification. */
 		atomic_exchange_explicit(&w->park_state, VIO_PK_EMPTY, memory_order_acq_rel);
 		io->be->poll(w);
 		service(w);
 		return;
 	}
+	/* [B4]: buffers returned before we were seen PARKED go back to the
+	 * ring now; later ones wake us ([B3]). */
+	vio__buf_take_returns(w);
 	now = vb_now_ns();
 	if (vio__test_park_unbounded)
 		timeout_ns = -1;
@@ -221,18 +230,27 @@ void vio__buf_release(struct vio_worker *self, struct vio_buf *b)
 	head = atomic_load_explicit(&w->buf_returns, memory_order_relaxed);
 	do {
 		b->next = head;
-		/* [B1] release: pairs with [B2]; we are done with the bytes. */
+		/* [B1] seq_cst: release pairs with [B2] (we are done with the
+		 * bytes); seq_cst for [B3]. */
 	} while (!atomic_compare_exchange_weak_explicit(&w->buf_returns, &head, b,
-							memory_order_release,
+							memory_order_seq_cst,
 							memory_order_relaxed));
+	/* [B3] seq_cst load: a store-buffering pair with the owner's park,
+	 * [P1] then [B4]: either the owner's take before it sleeps sees our
+	 * push, or we see it parked and wake it. The first return to a
+	 * sleeping owner wakes it; its ring needs the buffer while it sleeps
+	 * (its multishot receives stay armed). */
+	if (!head && atomic_load_explicit(&w->park_state, memory_order_seq_cst) == VIO_PK_PARKED)
+		vio__notify(w);
 }
 
 void vio__buf_take_returns(struct vio_worker *w)
 {
 	struct vio_buf *b, *next;
 
-	/* Relaxed peek: empty is common; a later push is seen next time. */
-	if (!atomic_load_explicit(&w->buf_returns, memory_order_relaxed))
+	/* [B4] seq_cst peek (the park's half of [B3]); otherwise empty is
+	 * common and a later push is seen next time. */
+	if (!atomic_load_explicit(&w->buf_returns, memory_order_seq_cst))
 		return;
 	/* [B2] acquire: pairs with [B1]. */
 	b = atomic_exchange_explicit(&w->buf_returns, NULL, memory_order_acquire);

@@ -30,6 +30,7 @@
 #include "tests/helpers/io_harness.h"
 #include "tests/helpers/test_config.h"
 #include "base/time.h"
+#include "io/internal.h" /* vio__test_park_unbounded */
 
 #define MS VB_NS_PER_MS
 
@@ -827,6 +828,79 @@ static void test_stalled_reader(void **state)
 	ct_finish(&h, t, fds[1]);
 }
 
+/* --------------------------- a buffer given back to a sleeping owner */
+
+/* Arms a multishot receive on its home worker, then reads the bytes on
+ * the other worker: the provided buffer goes back to home's return stack
+ * while home sleeps. Then waits, dormant, to be woken for its abandon. */
+static enum vrt_poll return_to_parked_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p;
+
+	if (t->step == 0) {
+		t->home = vrt_worker_id();
+		p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
+		TASK_CHECK(p == VRT_PENDING);
+		t->step = 1;
+		/* [F1] release: pairs with wait_flag's acquire. */
+		atomic_store_explicit(&t->pending_seen, 1, memory_order_release);
+		return VRT_PENDING;
+	}
+	if (t->step == 1) {
+		if (vrt_worker_id() == t->home)
+			return VRT_YIELD; /* until the other worker runs us */
+		p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
+		if (p != VRT_READY)
+			return p;
+		TASK_CHECK(t->res == 100);
+		t->step = 2;
+		/* [F1] release: pairs with wait_flag's acquire. */
+		atomic_store_explicit(&t->moved, 1, memory_order_release);
+		return VRT_PENDING; /* the test thread wakes us */
+	}
+	vio_conn_abandon(&t->c);
+	return VRT_READY;
+}
+
+/* A provided buffer read on another worker goes back to its owner's
+ * return stack; an owner that sleeps (here with parks that never time
+ * out) must still get it back, or its ring runs short while it sleeps and
+ * the gauge says the buffer is held (test_echo_many's bufs_out 14 and 1). */
+static void test_buf_return_to_parked_owner(void **state)
+{
+	struct vio_worker_stats ws[2];
+	struct ioh h;
+	struct ct *t;
+	int fds[2];
+	int64_t end;
+
+	(void)state;
+	vio__test_park_unbounded = true;
+	two_workers(&h);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	t = ct_new(return_to_parked_poll, fds[0]);
+	ioh_spawn(&h, &t->base, true);
+	wait_flag(&t->pending_seen);
+	memset(t->big = calloc(1, 100), 'r', 100);
+	assert_int_equal(send(fds[1], t->big, 100, 0), 100);
+	wait_flag(&t->moved);
+	end = vb_now_ns() + 5000 * MS;
+	for (;;) {
+		vio_stats_snapshot(h.io, ws, 2);
+		if (ws[0].bufs_out + ws[1].bufs_out == 0 || vb_now_ns() > end)
+			break;
+		usleep(1000);
+	}
+	print_message("# provided buffers out: %lu + %lu (home %d)\n", (unsigned long)ws[0].bufs_out, (unsigned long)ws[1].bufs_out,
+		      t->home);
+	assert_int_equal(ws[0].bufs_out + ws[1].bufs_out, 0);
+	vrt_task_wake(&t->base.t);
+	ct_join(t);
+	ct_finish(&h, t, fds[1]);
+	vio__test_park_unbounded = false;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -842,6 +916,7 @@ int main(void)
 		cmocka_unit_test(test_close_with_recv_pending),
 		cmocka_unit_test(test_abandon_during_close),
 		cmocka_unit_test(test_send_while_busy),
+		cmocka_unit_test(test_buf_return_to_parked_owner),
 		cmocka_unit_test(test_stalled_reader),
 	};
 
