@@ -41,7 +41,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n);\nint LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' >"$tmp/probe.c"
 if ! "$CLANG" -fsanitize=fuzzer,address,undefined "$tmp/probe.c" -o "$tmp/probe" >/dev/null 2>&1; then
-	echo "SKIP: $CLANG cannot link -fsanitize=fuzzer (install libclang-rt-14-dev)"
+	echo "SKIP: $CLANG cannot link -fsanitize=fuzzer (install the Debian package libclang-rt-14-dev)"
 	exit 77
 fi
 

@@ -46,7 +46,7 @@ def http_get(port, path="/healthz", timeout=10):
 
 def test_systemd_socket_activate(tmp_path, backend):  # noqa: F811
     if not ACTIVATE:
-        pytest.skip("systemd-socket-activate missing (Debian package systemd)")
+        pytest.skip("systemd-socket-activate not found: install the Debian package systemd")
     port = free_port()
     ctl_path = str(tmp_path / "ctl.sock")
     log = open(tmp_path / "voltd.log", "w")

@@ -177,7 +177,7 @@ def rolling_restart(tmp, delay_ms):
 @pytest.fixture
 def need_haproxy():
     if not HAPROXY:
-        pytest.skip("haproxy missing (Debian package haproxy)")
+        pytest.skip("haproxy not found: install the Debian package haproxy")
 
 
 def test_rolling_restart_behind_haproxy_loses_nothing(tmp_path, need_haproxy):

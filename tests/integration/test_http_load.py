@@ -235,7 +235,7 @@ def test_python_http_client(voltd):
     assert st["conns_accepted"] == 1 and st["requests"] == 6
 
 
-@pytest.mark.skipif(not shutil.which("wrk"), reason="wrk not installed")
+@pytest.mark.skipif(not shutil.which("wrk"), reason="wrk not found: install the Debian package wrk")
 def test_wrk_short_run(voltd):
     d = voltd()
     url = "http://127.0.0.1:%d" % d.port

@@ -24,7 +24,7 @@ PREFIX_RE = re.compile(r"^prefix = (.*)$", re.M)
 
 def need_analyze():
     if not ANALYZE:
-        pytest.skip("systemd-analyze missing (Debian package systemd)")
+        pytest.skip("systemd-analyze not found: install the Debian package systemd")
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +123,7 @@ def test_syscalls_pass_the_unit_filter(dest, tmp_path, backend):  # noqa: F811
     need_analyze()
     strace = shutil.which("strace")
     if not strace:
-        pytest.skip("strace missing (Debian package strace)")
+        pytest.skip("strace not found: install the Debian package strace")
     allowed = unit_filter(dest)
     assert {"io_uring_setup", "io_uring_enter", "io_uring_register"} <= allowed
     port = free_port()
