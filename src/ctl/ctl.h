@@ -30,6 +30,7 @@ struct vio;
 struct vrt;
 struct vsrv;
 struct vctl;
+struct vctl_reload_stats;
 
 /* Permission levels, lowest first (doc/ARCHITECTURE.md). */
 enum vctl_level { VCTL_USER = 0, VCTL_OPERATOR = 1, VCTL_ADMIN = 2 };
@@ -95,10 +96,29 @@ struct vctl_hooks {
 		      struct vb_strlist *errors);
 	/* Turn not-ready (/readyz 503) or ready again. 0 or -errno. */
 	int (*drain)(void *ctx, bool on);
+	/* The outcomes of every reload so far (SIGHUP and `reload`), for the
+	 * stats section "config" and voltd_config_*; the text of the last
+	 * refusal goes to err (NUL-terminated, "" when the last reload was
+	 * accepted or none ran). */
+	void (*reload_stats)(void *ctx, struct vctl_reload_stats *out, char *err, size_t len);
 	/* Build facts for `version` and voltd_build_info (static strings). */
 	const char *version, *features;
 	const char *backend, *backend_reason;
 };
+
+/* The daemon's reloads (the reload_stats hook): a counter per result
+ * (vctl_reload_groups: reloads{result="ok"|"refused"}) and a gauge, 1 while
+ * the running configuration is not the file's because the last reload was
+ * refused (vctl_reload_metrics). Every field is a uint64_t. */
+enum vctl_reload_result { VCTL_RELOAD_OK, VCTL_RELOAD_REFUSED, VCTL_RELOAD_RESULTS };
+struct vctl_reload_stats {
+	uint64_t reloads[VCTL_RELOAD_RESULTS];
+	uint64_t last_reload_refused;
+};
+extern const struct vb_metric vctl_reload_metrics[];
+extern const size_t vctl_reload_metrics_n;
+extern const struct vb_metric_group vctl_reload_groups[];
+extern const size_t vctl_reload_groups_n;
 
 /* Counters and gauges of the control plane itself; every field is a
  * uint64_t described by a row of vctl_metrics (socket.c). */

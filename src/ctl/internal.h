@@ -31,6 +31,8 @@ struct vctl_snap {
 	struct vio_worker_stats io[VCTL_MAX_WORKERS];
 	struct vsrv_stats *srv; /* large: heap */
 	struct vctl_stats ctl;
+	struct vctl_reload_stats reload;
+	char reload_error[512]; /* the last refusal, "" when none */
 	unsigned n_workers, n_io;
 };
 int vctl__snap_take(struct vctl *ctl, struct vctl_snap *s);

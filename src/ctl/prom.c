@@ -117,6 +117,9 @@ void vctl__prom_write(struct vctl *ctl, FILE *fp)
 	table(fp, "worker", vrt_worker_metrics, vrt_worker_metrics_n, s->workers, sizeof(s->workers[0]),
 	      s->n_workers, "worker", NULL);
 	table(fp, "io", vio_worker_metrics, vio_worker_metrics_n, s->io, sizeof(s->io[0]), s->n_io, "worker", NULL);
+	table(fp, "config", vctl_reload_metrics, vctl_reload_metrics_n, &s->reload, 0, 1, NULL, NULL);
+	for (size_t g = 0; g < vctl_reload_groups_n; g++)
+		group(fp, "config", &vctl_reload_groups[g], &s->reload);
 	table(fp, "server", vsrv_metrics, vsrv_metrics_n, s->srv, 0, 1, NULL, NULL);
 	for (size_t g = 0; g < vsrv_metric_groups_n; g++) {
 		const struct vb_metric_group *gr = &vsrv_metric_groups[g];

@@ -21,8 +21,27 @@
 #include <string.h>
 
 const char *const vctl__stats_sections[] = {
-	"build", "io", "runtime", "workers", "server", "channels", "kinds", "control", NULL,
+	"build", "io", "runtime", "workers", "server", "channels", "kinds", "control", "config", NULL,
 };
+
+/* The daemon's reloads (ctl.h): section "config", voltd_config_*. */
+#define R(field, kind, help) VB_METRIC(struct vctl_reload_stats, field, kind, "", help)
+const struct vb_metric vctl_reload_metrics[] = {
+	R(last_reload_refused, VB_METRIC_GAUGE,
+	  "1 while the last configuration reload was refused (the running configuration is not the file's)"),
+};
+#undef R
+const size_t vctl_reload_metrics_n = sizeof(vctl_reload_metrics) / sizeof(vctl_reload_metrics[0]);
+static const struct vb_metric reload_result_row[] = {
+	{ "reloads", VB_METRIC_COUNTER, "", "configuration reloads (SIGHUP, systemctl reload, voltctl reload) by result", 0 },
+};
+static const size_t reload_result_rows = 1;
+static const char *const reload_results[VCTL_RELOAD_RESULTS] = { "ok", "refused" };
+const struct vb_metric_group vctl_reload_groups[] = {
+	{ reload_result_row, &reload_result_rows, offsetof(struct vctl_reload_stats, reloads), sizeof(uint64_t),
+	  "result", reload_results, VCTL_RELOAD_RESULTS },
+};
+const size_t vctl_reload_groups_n = sizeof(vctl_reload_groups) / sizeof(vctl_reload_groups[0]);
 
 int vctl__snap_take(struct vctl *ctl, struct vctl_snap *s)
 {
@@ -39,6 +58,10 @@ int vctl__snap_take(struct vctl *ctl, struct vctl_snap *s)
 		s->n_io = VCTL_MAX_WORKERS;
 	vsrv_stats_snapshot(ctl->srv, s->srv);
 	vctl_stats_get(ctl, &s->ctl);
+	memset(&s->reload, 0, sizeof(s->reload));
+	s->reload_error[0] = '\0';
+	if (ctl->hooks.reload_stats)
+		ctl->hooks.reload_stats(ctl->hooks.ctx, &s->reload, s->reload_error, sizeof(s->reload_error));
 	return 0;
 }
 
@@ -216,6 +239,16 @@ static json_t *section_control(const struct vctl_snap *s, const struct vctl_snap
 	return o;
 }
 
+static json_t *section_config(const struct vctl_snap *s, const struct vctl_snap *b)
+{
+	json_t *o = json_object();
+	put_table(o, vctl_reload_metrics, vctl_reload_metrics_n, &s->reload, b ? &b->reload : NULL);
+	for (size_t g = 0; g < vctl_reload_groups_n; g++)
+		put_group(o, &vctl_reload_groups[g], &s->reload, b ? &b->reload : NULL);
+	json_object_set_new(o, "last_reload_error", *s->reload_error ? json_string(s->reload_error) : json_null());
+	return o;
+}
+
 int vctl__stats_json(struct vctl *ctl, const char *section, json_t *reply)
 {
 	struct vctl_snap *s = &ctl->snap;
@@ -253,6 +286,8 @@ int vctl__stats_json(struct vctl *ctl, const char *section, json_t *reply)
 		json_object_set_new(reply, "kinds", section_kinds(s, b, tmp));
 	if (WANT("control"))
 		json_object_set_new(reply, "control", section_control(s, b));
+	if (WANT("config"))
+		json_object_set_new(reply, "config", section_config(s, b));
 #undef WANT
 	free(tmp);
 	return 0;

@@ -16,6 +16,7 @@
 #include "rt/rt.h"
 #include "server/server.h"
 #include "voltd/life.h"
+#include "voltd/notify.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -206,6 +207,23 @@ static int config_set(void *ctx, size_t n, char *const *keys, char *const *value
 	return rc;
 }
 
+/* Count a reload's outcome and keep a refusal's first error (d->mu held).
+ * The text goes into STATUS= and JSON: bytes outside printable ASCII become
+ * '?', so a file with stray bytes cannot make either invalid. */
+static void record_reload(struct vd_ctl *d, int rc, const struct vb_strlist *errors)
+{
+	if (rc == 0) {
+		d->reloads[VCTL_RELOAD_OK]++;
+		d->refusal[0] = '\0';
+		return;
+	}
+	d->reloads[VCTL_RELOAD_REFUSED]++;
+	snprintf(d->refusal, sizeof(d->refusal), "%s", errors->n ? errors->msg[0] : strerror(-rc));
+	for (char *p = d->refusal; *p; p++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
+}
+
 int vd_ctl_reload(struct vd_ctl *d, struct vb_strlist *changed, struct vb_strlist *restart,
 		  struct vb_strlist *errors)
 {
@@ -216,9 +234,11 @@ int vd_ctl_reload(struct vd_ctl *d, struct vb_strlist *changed, struct vb_strlis
 	const struct vcfg_key *schema = vcfg_schema(&n);
 	int rc = 0;
 
-	if (!next)
-		return -ENOMEM;
 	pthread_mutex_lock(&d->mu);
+	if (!next) {
+		rc = -ENOMEM;
+		goto unlock;
+	}
 	if (d->load(d->load_ctx, next, &err) > 0) {
 		for (size_t i = 0; i < err.n; i++)
 			vb_strlist_add(errors, "%s", err.msg[i]);
@@ -257,16 +277,45 @@ int vd_ctl_reload(struct vd_ctl *d, struct vb_strlist *changed, struct vb_strlis
 	vcfg_copy_reload(d->cfg, next);
 	apply_live(d);
 unlock:
+	record_reload(d, rc, errors);
 	pthread_mutex_unlock(&d->mu);
 	vb_strlist_fini(&err);
 	free(next);
 	return rc;
 }
 
+void vd_ctl_reload_note(struct vd_ctl *d, char *buf, size_t len)
+{
+	pthread_mutex_lock(&d->mu);
+	snprintf(buf, len, "%s%s", *d->refusal ? "last reload refused: " : "", d->refusal);
+	pthread_mutex_unlock(&d->mu);
+}
+
+static void reload_stats(void *ctx, struct vctl_reload_stats *out, char *err, size_t len)
+{
+	struct vd_ctl *d = ctx;
+
+	pthread_mutex_lock(&d->mu);
+	for (int i = 0; i < VCTL_RELOAD_RESULTS; i++)
+		out->reloads[i] = d->reloads[i];
+	out->last_reload_refused = *d->refusal != '\0';
+	snprintf(err, len, "%s", d->refusal);
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* `reload` (voltctl reload, the unit's ExecReload=): no RELOADING=1 here,
+ * systemd waits for ExecReload= itself; a refusal is in STATUS= at once
+ * (voltd/life.c's next refresh keeps it there as a suffix). */
 static int reload_hook(void *ctx, struct vb_strlist *changed, struct vb_strlist *restart, struct vb_strlist *errors)
 {
+	char note[320];
 	int rc = vd_ctl_reload(ctx, changed, restart, errors);
+
 	vd_ctl_log_reload("control: reload", rc, changed, restart, errors);
+	if (rc < 0) {
+		vd_ctl_reload_note(ctx, note, sizeof(note));
+		vd_notifyf("STATUS=%s; running the previous configuration", note);
+	}
 	return rc;
 }
 
@@ -296,4 +345,5 @@ void vd_ctl_hooks(struct vd_ctl *d, struct vctl_hooks *h)
 	h->config_set = config_set;
 	h->reload = reload_hook;
 	h->drain = drain_hook;
+	h->reload_stats = reload_stats;
 }

@@ -28,6 +28,9 @@ struct vd_ctl {
 	struct vctl *ctl;      /* the control plane (reload-only keys) */
 	vd_ctl_load_fn *load;
 	void *load_ctx;
+	/* every reload's outcome (SIGHUP and `reload`), under mu */
+	uint64_t reloads[VCTL_RELOAD_RESULTS];
+	char refusal[256];    /* the last reload's first error; "" when accepted */
 	/* config_get's strings (valid until the next hook call) */
 	char key[160], value[VCFG_MAX_LISTEN * 64], source[VCFG_SOURCE_LEN];
 };
@@ -47,6 +50,9 @@ void vd_ctl_hooks(struct vd_ctl *d, struct vctl_hooks *h);
 /* Re-read the file; apply live keys; list what changed (see ctl.h). */
 int vd_ctl_reload(struct vd_ctl *d, struct vb_strlist *changed, struct vb_strlist *restart,
 		  struct vb_strlist *errors);
+/* "last reload refused: FILE:LINE: key: problem" while the last reload was
+ * refused, else "" (for STATUS=). Any thread. */
+void vd_ctl_reload_note(struct vd_ctl *d, char *buf, size_t len);
 /* Log a reload's outcome, each line prefixed by `who`. */
 void vd_ctl_log_reload(const char *who, int rc, const struct vb_strlist *changed,
 		       const struct vb_strlist *restart, const struct vb_strlist *errors);

@@ -151,6 +151,7 @@ static void status(struct vd_life *l, int64_t now, bool force)
 {
 	struct vsrv_stats *s;
 	double secs, rate = 0;
+	char note[320];
 
 	if (!force && now < l->status_next)
 		return;
@@ -166,8 +167,12 @@ static void status(struct vd_life *l, int64_t now, bool force)
 		rate = (double)(s->requests - l->status_requests) / secs;
 	l->status_t = now;
 	l->status_requests = s->requests;
-	vd_notifyf("STATUS=%s: %u workers (%s), %.0f req/s, %" PRIu64 " connections, %" PRIu64 " requests",
-		   state_text(l), l->workers, l->backend, rate, s->conns_open, s->requests);
+	note[0] = '\0';
+	if (l->status_note_fn)
+		l->status_note_fn(l->status_note_ctx, note, sizeof(note));
+	vd_notifyf("STATUS=%s: %u workers (%s), %.0f req/s, %" PRIu64 " connections, %" PRIu64 " requests%s%s",
+		   state_text(l), l->workers, l->backend, rate, s->conns_open, s->requests, *note ? "; " : "",
+		   note);
 	free(s);
 }
 

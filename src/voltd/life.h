@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct vsrv;
@@ -37,6 +38,10 @@ struct vd_life {
 	int agent_fd;                  /* listening agent-check socket or -1 (ours) */
 	void (*reload_fn)(void *ctx);  /* SIGHUP; main thread */
 	void *reload_ctx;
+	/* Appended to STATUS= when not empty ("last reload refused: ...");
+	 * main thread; NULL: none. */
+	void (*status_note_fn)(void *ctx, char *buf, size_t len);
+	void *status_note_ctx;
 
 	/* private */
 	int tfd;

@@ -61,7 +61,7 @@ uninstall-voltd-sysusers:
 	rm -f '$(DESTDIR)$(sysusersdir)/voltd.conf' '$(DESTDIR)$(tmpfilesdir)/voltd.conf'
 .PHONY: install-voltd-sysusers uninstall-voltd-sysusers
 systemd/voltd.service: $(top_srcdir)/systemd/voltd.service.in Makefile
-	$(AM_V_GEN)$(MKDIR_P) systemd && sed -e 's|@sbindir[@]|$(sbindir)|g' \
+	$(AM_V_GEN)$(MKDIR_P) systemd && sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@bindir[@]|$(bindir)|g' \
 		-e 's|@sysconfdir[@]|$(sysconfdir)|g' $< > $@
 CLEANFILES += systemd/voltd.service
 EXTRA_DIST += systemd/voltd.service.in

@@ -145,10 +145,15 @@ static int load_config(const struct vd_opts *o, struct vcfg *cfg, struct vb_strl
 	return n;
 }
 
+/* Configuration errors, before logging starts (and for -t): one line each,
+ * at priority err for journald when stderr goes there (ExecStartPre= and
+ * ExecStart= under systemd), plain on a terminal. */
 static void print_errors(const struct vb_strlist *err)
 {
+	const char *prio = getenv("JOURNAL_STREAM") ? "<3>" : "";
+
 	for (size_t i = 0; i < err->n; i++)
-		fprintf(stderr, "%s\n", err->msg[i]);
+		fprintf(stderr, "%s%s\n", prio, err->msg[i]);
 }
 
 static void log_effective_config(const struct vcfg *cfg)
@@ -229,6 +234,12 @@ static void reload(void *ctx)
 	vb_strlist_fini(&changed);
 	vb_strlist_fini(&restart);
 	vb_strlist_fini(&errors);
+}
+
+/* STATUS='s suffix: the last reload's refusal, while it stands. */
+static void reload_note(void *ctx, char *buf, size_t len)
+{
+	vd_ctl_reload_note(ctx, buf, len);
 }
 
 /* Socket activation (LISTEN_FDS): the HTTP listeners ("http", or unnamed)
@@ -520,6 +531,8 @@ int main(int argc, char **argv)
 	life.sfd = sfd;
 	life.reload_fn = reload;
 	life.reload_ctx = &dctl;
+	life.status_note_fn = reload_note;
+	life.status_note_ctx = &dctl;
 	rc = vd_life_init(&life);
 	if (rc < 0) {
 		vb_err("cannot create the main thread's timer: %s", strerror(-rc));

@@ -124,6 +124,22 @@ def test_bad_config_does_not_start(tmp_path):
     assert "server.listen: 'nowhere' is not an address:port" in r.stderr
 
 
+@pytest.mark.parametrize("mode", ["-t", "-f"])
+def test_config_errors_reach_the_journal_at_err(tmp_path, mode):
+    """Under systemd (JOURNAL_STREAM set: stderr is the journal) the errors
+    of ExecStartPre=voltd -t and of ExecStart= carry the <3> prefix, so
+    `journalctl -p err` shows why the service failed; on a terminal they
+    stay plain file:line: key: problem lines."""
+    path = write(tmp_path, "[scheduler]\nworkrs = 3\n[log]\nlevel = verbose\n")
+    r = run_voltd(mode, "-c", path, env=dict(os.environ, JOURNAL_STREAM="8:1"), timeout=10)
+    assert r.returncode == EX_CONFIG, (r.stdout, r.stderr)
+    lines = r.stderr.splitlines()
+    assert len(lines) == 2 and all(line.startswith("<3>%s:" % path) for line in lines), lines
+    env = {k: v for k, v in os.environ.items() if k != "JOURNAL_STREAM"}
+    r = run_voltd(mode, "-c", path, env=env, timeout=10)
+    assert r.returncode == EX_CONFIG and r.stderr.startswith(path + ":2: scheduler.workrs"), r.stderr
+
+
 def test_foreground_stops_on_sigterm(daemon, tmp_path):
     d = daemon("-c", write(tmp_path, ""))
     assert d.proc.poll() is None

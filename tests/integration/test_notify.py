@@ -151,3 +151,56 @@ def test_extend_timeout_while_a_drain_makes_progress(daemon, tmp_path):
         assert any("connection(s) left" in kv.get("STATUS", "") for _, kv, _ in n.snapshot())
     finally:
         n.close()
+
+
+def test_a_refused_reload_is_visible(daemon, tmp_path):
+    """The reload contract (issue 18, F3/D6/F4): a reload whose file is
+    refused keeps the running configuration and says so everywhere an
+    operator looks: `voltctl reload` (the unit's ExecReload=) exits 1,
+    STATUS= names the refusal until a reload is accepted, the reason is
+    logged at priority err, and stats / metrics count reloads by result."""
+    from conftest import BUILDDIR
+    from ctlutil import ctl
+    voltctl = os.path.join(BUILDDIR, "voltctl")
+    conf = tmp_path / "voltd.conf"
+    conf.write_text("[log]\nlevel = info\n")
+    n = NotifyListener(tmp_path / "notify.sock")
+    try:
+        # JOURNAL_STREAM: log lines carry the sd-daemon <N> priority prefix.
+        d = daemon("-c", str(conf), "-s", "scheduler.workers=2",
+                   env={"NOTIFY_SOCKET": n.path, "JOURNAL_STREAM": "8:1"})
+        n.wait("READY", "1")
+        conf.write_text("[log]\nlevel = verbose\n")
+        d.proc.send_signal(signal.SIGHUP)
+        n.wait("READY", "1", n=2)
+        why = "%s:2: log.level: 'verbose' is not one of" % conf
+        d.wait_log("<3>reload: " + why)
+        statuses = [kv["STATUS"] for _, kv, _ in n.snapshot() if "STATUS" in kv]
+        assert "last reload refused: " + why in statuses[-1], statuses
+
+        r = subprocess.run([voltctl, "-s", str(d.control), "reload"], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 1, (r.returncode, r.stdout, r.stderr)
+        assert why in r.stderr, r.stderr
+        n.wait("STATUS", None, n=len(statuses) + 1)
+        assert any("reload refused: " + why in kv.get("STATUS", "") for _, kv, _ in n.snapshot()[-3:])
+        cfg = ctl(d, "stats config")["config"]
+        assert cfg["reloads"] == {"ok": 0, "refused": 2}, cfg
+        assert cfg["last_reload_refused"] == 1 and why in cfg["last_reload_error"], cfg
+        metrics = ctl(d, "metrics")["text"]
+        assert 'voltd_config_reloads_total{result="refused"} 2\n' in metrics, metrics[:400]
+        assert "voltd_config_last_reload_refused 1\n" in metrics
+        assert ctl(d, "config log.level")["keys"][0]["value"] == "info"
+
+        conf.write_text("[log]\nlevel = notice\n")
+        r = subprocess.run([voltctl, "-s", str(d.control), "reload"], capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+        cfg = ctl(d, "stats config")["config"]
+        assert cfg["reloads"] == {"ok": 1, "refused": 2} and cfg["last_reload_refused"] == 0, cfg
+        assert cfg["last_reload_error"] is None, cfg
+        t0 = time.monotonic()
+        n.wait("STATUS", None, n=len([m for m in n.snapshot() if "STATUS" in m[1]]) + 2)
+        later = [kv["STATUS"] for t, kv, _ in n.snapshot() if t > t0 and "STATUS" in kv]
+        assert later and "refused" not in later[-1], later
+        assert d.stop() == 0
+    finally:
+        n.close()

@@ -169,3 +169,57 @@ def test_syscalls_pass_the_unit_filter(dest, tmp_path, backend):  # noqa: F811
     refused = sorted(used - allowed - {"execve"})
     print("%s backend: %d distinct system calls, all allowed by the unit's filter" % (backend, len(used)))
     assert refused == [], "system calls the unit's SystemCallFilter= refuses: %s" % refused
+
+
+def directive(dest, key, name="voltd.service"):
+    """The values of KEY= in an installed unit, in order."""
+    d, prefix = dest
+    text = open(str(d) + prefix + "/lib/systemd/system/" + name).read()
+    return re.findall(r"^%s=(.*)$" % re.escape(key), text, re.M)
+
+
+def test_exec_reload_fails_when_the_file_is_refused(dest, daemon, tmp_path):
+    """`systemctl reload voltd` runs ExecReload=: the installed voltctl,
+    talking to the control socket, exits 0 for an accepted file and non-zero
+    for a refused one, so systemd reports the reload as failed (F3/D6).
+    Run here as the unit would run it, on a voltd whose control socket is
+    at the test's path instead of /run/voltd/control.sock."""
+    d, prefix = dest
+    (cmd,) = directive(dest, "ExecReload")
+    argv = cmd.split()
+    assert argv[0] == prefix + "/bin/voltctl" and argv[-1] == "reload", argv
+    assert "/run/voltd/control.sock" in argv, argv
+    assert directive(dest, "ListenStream", "voltd-control.socket") == ["/run/voltd/control.sock"]
+    conf = tmp_path / "voltd.conf"
+    conf.write_text("[scheduler]\nworkers = 2\n")
+    v = daemon("-c", str(conf))
+    argv = [str(d) + argv[0]] + [str(v.control) if a == "/run/voltd/control.sock" else a for a in argv[1:]]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    conf.write_text("[scheduler]\nworkrs = 3\n")
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and "scheduler.workrs: unknown key" in r.stderr, (r.returncode, r.stderr)
+
+
+def test_exec_reload_passes_the_unit_filter(dest, daemon, tmp_path):
+    """ExecReload= runs inside the unit's sandbox: every system call of
+    `voltctl reload`, seen by strace, passes its SystemCallFilter."""
+    need_analyze()
+    strace = shutil.which("strace")
+    if not strace:
+        pytest.skip("strace not found: install the Debian package strace")
+    d, prefix = dest
+    allowed = unit_filter(dest)
+    v = daemon("-c", "/dev/null")
+    trace = tmp_path / "trace"
+    r = subprocess.run([strace, "-f", "-qq", "-o", str(trace), str(d) + prefix + "/bin/voltctl",
+                        "-s", str(v.control), "reload"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    used = set()
+    for line in trace.read_text().splitlines():
+        m = re.match(r"^\d+\s+(?:<\.\.\. )?([a-z0-9_]+)[( ]", line)
+        if m and m.group(1) not in ("exit", "resumed"):
+            used.add(m.group(1))
+    assert "connect" in used, sorted(used)
+    refused = sorted(used - allowed - {"execve"})
+    assert refused == [], "system calls of voltctl reload the unit's SystemCallFilter= refuses: %s" % refused

@@ -10,6 +10,7 @@
  */
 #include "base/metric.h"
 #include "chan/chan.h"
+#include "ctl/ctl.h"
 #include "io/io.h"
 #include "rt/rt.h"
 #include "server/server.h"
@@ -152,6 +153,32 @@ static void check_server(void)
 	}
 }
 
+/* The daemon's reload counters (ctl.h): the gauge's table and the family by
+ * result cover struct vctl_reload_stats exactly once. */
+static void check_reload(void)
+{
+	unsigned char cover[sizeof(struct vctl_reload_stats) / sizeof(uint64_t)] = { 0 };
+
+	check_table("vctl_reload_metrics", vctl_reload_metrics, vctl_reload_metrics_n,
+		    sizeof(struct vctl_reload_stats), cover);
+	for (size_t g = 0; g < vctl_reload_groups_n; g++) {
+		const struct vb_metric_group *gr = &vctl_reload_groups[g];
+		check_name("vctl_reload_groups", gr->label);
+		check_table("vctl_reload_groups", gr->rows, *gr->n_rows, sizeof(struct vctl_reload_stats), NULL);
+		for (unsigned i = 0; i < gr->n; i++)
+			for (size_t r = 0; r < *gr->n_rows; r++) {
+				size_t o = gr->offset + i * gr->stride + gr->rows[r].offset;
+				CHECK(o + sizeof(uint64_t) <= sizeof(struct vctl_reload_stats),
+				      "group %s: element %u outside the struct", gr->label, i);
+				if (o + sizeof(uint64_t) <= sizeof(struct vctl_reload_stats))
+					cover[o / sizeof(uint64_t)]++;
+			}
+	}
+	for (size_t w = 0; w < sizeof(cover); w++)
+		CHECK(cover[w] == 1, "vctl_reload_stats: the field at offset %zu has %u rows (want 1)",
+		      w * sizeof(uint64_t), cover[w]);
+}
+
 static void check_format(void)
 {
 	struct vch_stats st = { .capacity = 8, .len = 3, .sends = 12345678901234ull, .closed = 1 };
@@ -202,6 +229,7 @@ int main(void)
 	check_complete("vio_worker_metrics", vio_worker_metrics, vio_worker_metrics_n,
 		       sizeof(struct vio_worker_stats));
 	check_server();
+	check_reload();
 	check_format();
 	if (failures) {
 		fprintf(stderr, "test_metric: %d failures\n", failures);
