@@ -75,6 +75,20 @@ def test_security_score(dest):
     print("systemd-analyze security: %s" % m.group(1))
     assert r.returncode == 0, r.stdout
     assert float(m.group(1)) <= 2.0, r.stdout
+    # voltd(8), SYSTEMD, and the README state the score: they must be true.
+    from conftest import SRCDIR
+    man = open(os.path.join(SRCDIR, "man/voltd.8")).read()
+    assert "(it rates it %s)" % m.group(1) in man, "voltd(8) states another score than %s" % m.group(1)
+    readme = open(os.path.join(SRCDIR, "README.md")).read()
+    assert "rates\nthe unit %s" % m.group(1) in readme or "rates the unit %s" % m.group(1) in readme
+
+
+def test_unit_keeps_the_callers_credentials(dest):
+    """F1/D2: PrivateUsers=yes maps every control-socket peer but root and
+    voltd to nobody, so SO_PEERCRED names no member of
+    control.operator_group and the operator level cannot exist under the
+    unit. The unit must not set it."""
+    assert directive(dest, "PrivateUsers") in ([], ["no"]), directive(dest, "PrivateUsers")
 
 
 def test_verify_is_clean(dest, tmp_path):
