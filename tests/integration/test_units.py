@@ -237,3 +237,28 @@ def test_exec_reload_passes_the_unit_filter(dest, daemon, tmp_path):
     assert "connect" in used, sorted(used)
     refused = sorted(used - allowed - {"execve"})
     assert refused == [], "system calls of voltctl reload the unit's SystemCallFilter= refuses: %s" % refused
+
+
+def test_restarts_never_fail_the_sockets(dest):
+    """F2: systemd's default start limit (5 starts in 10 s, `systemctl
+    restart` included, and Restart= retrying a refused file) fails both
+    socket units ('service-start-limit-hit') and closes the listeners; the
+    sockets' default trigger limit (20 in 2 s) does the same after about 10
+    quick restarts. The units lift both: no start limit on the service (its
+    retries paced by RestartSec=), a trigger limit far above what restarts
+    need, and the file checked before every start (ExecStartPre=voltd -t).
+    systemd-analyze verify (test_verify_is_clean) checks the syntax; a real
+    systemd runs the restarts in tests/system/."""
+    d, prefix = dest
+    text = open(str(d) + prefix + "/lib/systemd/system/voltd.service").read()
+    unit_section = text.split("[Service]")[0]
+    assert re.search(r"^StartLimitIntervalSec=0$", unit_section, re.M), unit_section
+    (restart_sec,) = directive(dest, "RestartSec")
+    assert restart_sec.endswith("s") and float(restart_sec[:-1]) >= 1, restart_sec
+    assert directive(dest, "Restart") == ["on-failure"]
+    (pre,) = directive(dest, "ExecStartPre")
+    assert pre.startswith(prefix + "/sbin/voltd -t "), pre
+    for sock in ("voltd.socket", "voltd-control.socket"):
+        (burst,) = directive(dest, "TriggerLimitBurst", sock)
+        (interval,) = directive(dest, "TriggerLimitIntervalSec", sock)
+        assert int(burst) >= 100 and interval == "2s", (sock, burst, interval)
