@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <grp.h>
 #include <ini.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -703,6 +704,94 @@ int vcfg_validate(const struct vcfg *cfg, const char *where, struct vb_strlist *
 				n++;
 			}
 	return n;
+}
+
+/* Where a key's value came from ("FILE:LINE", "-s", "default"). */
+static const char *source_of(const struct vcfg *cfg, const char *section, const char *name)
+{
+	const struct vcfg_key *k = vcfg_key_find(section, name);
+	return k ? cfg->source[k - schema] : "?";
+}
+
+static int check_group(const struct vcfg *cfg, const char *name, const char *value, struct vb_strlist *err)
+{
+	char buf[4096];
+	struct group gr, *res = NULL;
+
+	if (!*value)
+		return 0;
+	int rc = getgrnam_r(value, &gr, buf, sizeof(buf), &res);
+	if (res)
+		return 0;
+	add_err(err, KEYFMT "no group '%s' on this machine%s%s", source_of(cfg, "control", name), "control", name,
+		value, rc ? ": " : "", rc ? strerror(rc) : "");
+	return 1;
+}
+
+/* One listening address a start binds, for the overlap check. */
+struct bound {
+	const struct sockaddr_storage *ss;
+	const char *section, *name, *text;
+};
+
+static uint16_t addr_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+}
+
+static bool addr_any(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)ss)->sin_addr.s_addr == htonl(INADDR_ANY);
+	return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+}
+
+/* Would binding both fail (EADDRINUSE)? Port 0 never clashes. [::] also
+ * takes the IPv4 port (Linux binds it dual-stack by default). */
+static bool addr_clash(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (addr_port(a) == 0 || addr_port(a) != addr_port(b))
+		return false;
+	if (a->ss_family != b->ss_family)
+		return (a->ss_family == AF_INET6 && addr_any(a)) || (b->ss_family == AF_INET6 && addr_any(b));
+	if (addr_any(a) || addr_any(b))
+		return true;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
+		      sizeof(struct in6_addr)) == 0;
+}
+
+int vcfg_check_host(const struct vcfg *cfg, struct vb_strlist *err)
+{
+	struct bound b[VCFG_MAX_LISTEN + 2];
+	unsigned n = 0;
+	int errors = 0;
+
+	errors += check_group(cfg, "group", cfg->control.group, err);
+	errors += check_group(cfg, "operator_group", cfg->control.operator_group, err);
+	for (unsigned i = 0; i < cfg->server.n_listen; i++)
+		b[n++] = (struct bound){ &cfg->server.listen[i].addr, "server", "listen", cfg->listen_text[i] };
+	if (cfg->life.agent_listen.len)
+		b[n++] = (struct bound){ &cfg->life.agent_listen.addr, "server", "agent_listen",
+					 cfg->life.agent_listen.text };
+	if (cfg->control.metrics_listen.len)
+		b[n++] = (struct bound){ &cfg->control.metrics_listen.addr, "control", "metrics_listen",
+					 cfg->control.metrics_listen.text };
+	/* server.listen against itself is vcfg_validate's (listed twice). */
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned j = 0; j < i; j++) {
+			if (strcmp(b[i].name, b[j].name) == 0 || !addr_clash(b[i].ss, b[j].ss))
+				continue;
+			add_err(err, KEYFMT "%s overlaps %s.%s = %s (%s): both cannot listen", source_of(cfg, b[i].section, b[i].name),
+				b[i].section, b[i].name, b[i].text, b[j].section, b[j].name, b[j].text,
+				source_of(cfg, b[j].section, b[j].name));
+			errors++;
+		}
+	return errors;
 }
 
 static size_t field_size(const struct vcfg_key *k)

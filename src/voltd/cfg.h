@@ -124,6 +124,13 @@ int vcfg_set(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
 	     const char *where, struct vb_strlist *err);
 /* Cross-key rules. Returns errors added. */
 int vcfg_validate(const struct vcfg *cfg, const char *where, struct vb_strlist *err);
+/* What a start needs beyond the keys' own rules, checked against this
+ * machine (voltd -t, start, reload): control.group and
+ * control.operator_group name existing groups; server.listen,
+ * server.agent_listen and control.metrics_listen do not overlap (the same
+ * port on the same address, or on a wildcard one). Each error names the
+ * key's source ("FILE:LINE: section.key: problem"). Returns errors added. */
+int vcfg_check_host(const struct vcfg *cfg, struct vb_strlist *err);
 /* Copy the values (and sources) of every live-tunable key (VCFG_F_LIVE)
  * from src; vcfg_copy_reload also those applied by a reload (VCFG_F_RELOAD). */
 void vcfg_copy_live(struct vcfg *dst, const struct vcfg *src);

@@ -239,6 +239,11 @@ static int wait_once(struct vd_life *l, int timeout_ms)
 			vb_err("signalfd read failed: %s", r < 0 ? strerror(errno) : "short read");
 			return SIGTERM;
 		}
+		if (si.ssi_signo == SIGUSR1 || si.ssi_signo == SIGUSR2) {
+			vb_notice("%s from pid %u ignored: voltd gives it no meaning (SIGTERM stops with a "
+				  "drain, SIGHUP reloads)", strsignal((int)si.ssi_signo), si.ssi_pid);
+			return 0;
+		}
 		if (si.ssi_signo != SIGHUP)
 			return (int)si.ssi_signo;
 		if (atomic_load_explicit(&l->stopping, memory_order_relaxed))

@@ -20,11 +20,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -142,6 +144,8 @@ static int load_config(const struct vd_opts *o, struct vcfg *cfg, struct vb_strl
 		n += vcfg_override(cfg, o->overrides[i], err);
 	if (n == 0 && o->n_overrides)
 		n += vcfg_validate(cfg, "-s", err);
+	if (n == 0)
+		n += vcfg_check_host(cfg, err);
 	return n;
 }
 
@@ -204,6 +208,11 @@ static int signals_block(sigset_t *set)
 	sigaddset(set, SIGINT);
 	sigaddset(set, SIGTERM);
 	sigaddset(set, SIGHUP);
+	/* Not ours to give a meaning (HAProxy's soft stop, nginx's log
+	 * reopen): taken so that they do not kill voltd without a drain, and
+	 * logged (voltd/life.c). */
+	sigaddset(set, SIGUSR1);
+	sigaddset(set, SIGUSR2);
 	/* Blocked before any thread starts, so every thread inherits the mask
 	 * and the signals reach only the signalfd. */
 	if (pthread_sigmask(SIG_BLOCK, set, NULL) != 0)
@@ -211,6 +220,41 @@ static int signals_block(sigset_t *set)
 	signal(SIGPIPE, SIG_IGN);
 	int fd = signalfd(-1, set, SFD_CLOEXEC);
 	return fd < 0 ? -errno : fd;
+}
+
+/* Descriptors a full server needs: the connections, each worker's ring or
+ * loop, eventfd and per-address listeners, the control clients, and a
+ * margin for the rest (signalfd, timerfd, stdio, agent and metrics). */
+static uint64_t nofile_needed(const struct vcfg *cfg)
+{
+	return (uint64_t)cfg->server.max_connections + (uint64_t)cfg->scheduler.workers * (cfg->server.n_listen + 4) +
+	       cfg->control.max_clients + cfg->control.metrics_max_clients + 64;
+}
+
+/* RLIMIT_NOFILE below what server.max_connections needs: raise the soft
+ * limit as far as the hard one allows; warn when that is not enough (at the
+ * limit accepts pause, and the control socket's accepts fail too). */
+static void check_nofile(const struct vcfg *cfg)
+{
+	struct rlimit rl;
+	uint64_t need = nofile_needed(cfg);
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
+		return;
+	rlim_t was = rl.rlim_cur;
+	rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= need ? (rlim_t)need : rl.rlim_max;
+	if (rl.rlim_cur > was && setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		rl.rlim_cur = was;
+	if (rl.rlim_cur >= need) {
+		vb_notice("RLIMIT_NOFILE: soft limit raised from %llu to %llu for server.max_connections = %u",
+			  (unsigned long long)was, (unsigned long long)rl.rlim_cur, cfg->server.max_connections);
+		return;
+	}
+	vb_warn("RLIMIT_NOFILE is %llu (hard limit %llu): server.max_connections = %u needs about %llu "
+		"descriptors; past the limit accepts pause and the control socket refuses clients. Raise "
+		"LimitNOFILE= (or ulimit -n), or lower server.max_connections",
+		(unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max, cfg->server.max_connections,
+		(unsigned long long)need);
 }
 
 /* The configuration as it would be read now (SIGHUP, `reload`). */
@@ -355,6 +399,36 @@ static int rt_start(struct vcfg *cfg, struct vio *io, struct vrt **rt)
 	return 0;
 }
 
+/* Is something already listening on server.listen's address i? voltd's
+ * own listeners share a port through SO_REUSEPORT, which the kernel also
+ * grants a second process of the same user: a second voltd would then
+ * silently take a share of the connections. A probe bind without
+ * SO_REUSEPORT fails on any listening socket there (SO_REUSEADDR lets it
+ * pass connections in TIME_WAIT). 0, or -EADDRINUSE with the error logged. */
+static int probe_listen(const struct vcfg *cfg, unsigned i)
+{
+	const struct sockaddr_storage *ss = &cfg->server.listen[i].addr;
+	int one = 1, rc = 0;
+	int fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return 0; /* the real bind reports it */
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss->ss_family == AF_INET6 && ((const struct sockaddr_in6 *)ss)->sin6_port == 0)
+		goto out; /* port 0: a fresh port each time */
+	if (ss->ss_family == AF_INET && ((const struct sockaddr_in *)ss)->sin_port == 0)
+		goto out;
+	if (bind(fd, (const struct sockaddr *)ss, cfg->server.listen[i].len) < 0 && errno == EADDRINUSE) {
+		vb_err("server.listen: %s: another socket listens there already (a second voltd? "
+		       "voltd does not share its port with another process); stop it first",
+		       cfg->listen_text[i]);
+		rc = -EADDRINUSE;
+	}
+out:
+	close(fd);
+	return rc;
+}
+
 /* Rung 6: the server (listeners, stages), on the runtime and the I/O driver. */
 static int srv_start(const struct vcfg *cfg, const struct vd_inherited *inh, struct vd_life *life,
 		     struct vrt *rt, struct vio *io, struct vsrv **srv)
@@ -370,7 +444,12 @@ static int srv_start(const struct vcfg *cfg, const struct vd_inherited *inh, str
 	sc.drain_tick_ctx = life;
 	rc = vsrv_new(&sc, rt, io, srv);
 	if (rc < 0) {
-		vb_err("server: cannot listen: %s", strerror(-rc));
+		char where[VCFG_MAX_LISTEN * 82] = "";
+		for (unsigned i = 0; !inh->n_http && i < cfg->server.n_listen; i++)
+			snprintf(where + strlen(where), sizeof(where) - strlen(where), "%s%s", i ? ", " : "",
+				 cfg->listen_text[i]);
+		vb_err("server: cannot listen on %s: %s", inh->n_http ? "the inherited sockets" : where,
+		       strerror(-rc));
 		return rc;
 	}
 	rc = vsrv_start(*srv);
@@ -470,6 +549,7 @@ int main(int argc, char **argv)
 	vb_notice("voltd %s starting (config %s)", PACKAGE_VERSION,
 		  used_file ? opts.config : "embedded defaults");
 	log_effective_config(&cfg);
+	check_nofile(&cfg);
 
 	/* Rung 3: signals, before any thread exists. */
 	sfd = signals_block(&sigs);
@@ -504,6 +584,14 @@ int main(int argc, char **argv)
 		rc = EX_UNAVAILABLE;
 		goto free_ctl;
 	}
+
+	/* Rung 3e: nobody else listens on our HTTP port (inherited sockets
+	 * are ours by definition). */
+	for (unsigned i = 0; !inh.n_http && i < cfg.server.n_listen; i++)
+		if (probe_listen(&cfg, i) < 0) {
+			rc = EX_UNAVAILABLE;
+			goto close_agent;
+		}
 
 	if (io_start(&cfg, &io) < 0) {
 		rc = EX_UNAVAILABLE;

@@ -30,7 +30,7 @@ def run_voltd(*args, timeout=20, **kw):
 class Daemon:
     """A voltd -f process; its stderr is collected in a file."""
 
-    def __init__(self, tmp_path, args, env=None, binary=None):
+    def __init__(self, tmp_path, args, env=None, binary=None, preexec=None):
         self.binary = binary or VOLTD
         self.tmp = tmp_path
         self.port = free_port()
@@ -39,12 +39,13 @@ class Daemon:
         self.args = ["-f", "-s", "server.listen=127.0.0.1:%d" % self.port,
                      "-s", "control.socket=%s" % self.control, *args]
         self.env = dict(os.environ, **(env or {}))
+        self.preexec = preexec  # run in the child before exec (e.g. setrlimit)
         self.proc = None
 
     def start(self, wait_for="ready", timeout=15):
         self.logf = open(self.log_path, "w")
         self.proc = subprocess.Popen([self.binary, *self.args], stdout=self.logf, stderr=subprocess.STDOUT,
-                                     cwd=self.tmp, env=self.env)
+                                     cwd=self.tmp, env=self.env, preexec_fn=self.preexec)
         if wait_for:
             self.wait_log(wait_for, timeout)
         return self
@@ -81,8 +82,8 @@ def daemon(tmp_path):
     the end of the test is stopped, and must exit 0."""
     started = []
 
-    def make(*args, env=None, wait_for="ready", binary=None):
-        d = Daemon(tmp_path, list(args), env, binary).start(wait_for)
+    def make(*args, env=None, wait_for="ready", binary=None, preexec=None):
+        d = Daemon(tmp_path, list(args), env, binary, preexec).start(wait_for)
         started.append(d)
         return d
 

@@ -200,3 +200,67 @@ def test_no_file_runs_with_the_schema_defaults():
         want.append("%s = %s" % (key, default))
     want.append("configuration OK (embedded defaults)")
     assert r.stdout.splitlines() == want
+
+
+def test_check_resolves_groups_and_rejects_clashing_addresses(tmp_path):
+    """D14: -t (the unit's ExecStartPre=) fails on what would stop the
+    start: a group that does not exist, two listeners on one address."""
+    check_bad(tmp_path, "[control]\ngroup = nosuchgroup-voltd\n",
+              "%(f)s:2: control.group: no group 'nosuchgroup-voltd' on this machine")
+    check_bad(tmp_path, "[control]\noperator_group = nosuchgroup-voltd\n",
+              "%(f)s:2: control.operator_group: no group 'nosuchgroup-voltd' on this machine")
+    check_bad(tmp_path, "[server]\nlisten = 127.0.0.1:19041\n[control]\nmetrics_listen = 127.0.0.1:19041\n",
+              "%(f)s:4: control.metrics_listen: 127.0.0.1:19041 overlaps server.listen = 127.0.0.1:19041 "
+              "(%(f)s:2): both cannot listen")
+    check_bad(tmp_path, "[server]\nlisten = 0.0.0.0:19041\nagent_listen = [::]:19041\n",
+              "%(f)s:3: server.agent_listen: [::]:19041 overlaps server.listen = 0.0.0.0:19041")
+    ok = write(tmp_path, "[server]\nlisten = 127.0.0.1:19041\nagent_listen = 127.0.0.2:19041\n"
+                         "[control]\nmetrics_listen = 127.0.0.1:19042\n", name="ok.conf")
+    r = run_voltd("-t", "-c", ok)
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_second_voltd_on_the_same_port_is_refused(daemon, tmp_path):
+    """D13: voltd's per-worker SO_REUSEPORT listeners would let a second
+    voltd of the same user share the port silently; it must refuse to
+    start instead, naming the address."""
+    a = daemon("-s", "scheduler.workers=2")
+    r = run_voltd("-f", "-c", "/dev/null", "-s", "scheduler.workers=2", "-s", "server.listen=127.0.0.1:%d" % a.port,
+                  "-s", "control.socket=%s" % (tmp_path / "second.sock"), cwd=tmp_path, timeout=20)
+    assert r.returncode == 69, (r.returncode, r.stderr)
+    assert "server.listen: 127.0.0.1:%d: another socket listens there already" % a.port in r.stderr, r.stderr
+    assert a.proc.poll() is None
+
+
+@pytest.mark.parametrize("sig", [signal.SIGUSR1, signal.SIGUSR2], ids=["usr1", "usr2"])
+def test_usr1_and_usr2_do_not_stop_voltd(daemon, sig):
+    """D10: SIGUSR1/SIGUSR2 mean something to HAProxy and nginx users but
+    nothing to voltd: logged and ignored, never a stop without a drain."""
+    from httputil import request
+    d = daemon("-s", "scheduler.workers=2")
+    d.proc.send_signal(sig)
+    d.wait_log("%s from pid %d ignored" % (signal.strsignal(sig), os.getpid()))
+    assert d.proc.poll() is None
+    assert request(d.port, "GET", "/healthz").status == 200
+    assert d.stop() == 0
+
+
+def test_low_nofile_limit_is_raised_or_reported(daemon):
+    """D9: server.max_connections needs that many descriptors and more: a
+    soft RLIMIT_NOFILE below it is raised up to the hard limit; a hard limit
+    below it is reported at start."""
+    import resource
+
+    def limit(soft, hard):
+        return lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 2000:
+        pytest.skip("RLIMIT_NOFILE hard limit below 2000 here")
+    d = daemon("-s", "scheduler.workers=2", "-s", "server.max_connections=1000", preexec=limit(256, 2000))
+    d.wait_log("RLIMIT_NOFILE: soft limit raised from 256 to")
+    soft = [ln for ln in open("/proc/%d/limits" % d.proc.pid) if ln.startswith("Max open files")][0].split()[3]
+    assert 1000 < int(soft) <= 2000, soft
+    assert d.stop() == 0
+    d = daemon("-s", "scheduler.workers=2", "-s", "server.max_connections=1000", preexec=limit(256, 256))
+    d.wait_log("RLIMIT_NOFILE is 256 (hard limit 256): server.max_connections = 1000 needs about")
