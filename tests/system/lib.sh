@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: MIT
+# tests/system/lib.sh: what a system-test case may use (tests/system/run
+# sources it before each case, in a fresh bash with -euo pipefail). A case
+# talks to the booted container through `ct` (a command inside it, as root,
+# in every namespace of its PID 1) and reads the root's files on the host
+# under $SYSTEST_ROOT. Environment the driver exports:
+#   SYSTEST_ROOT    the container's root directory, seen from the host
+#   SYSTEST_LEADER  host PID of the container's PID 1 (systemd)
+#   SYSTEST_STATE   a host scratch directory, for this run only
+#   SYSTEST_BUILD   the host build tree that was installed (make install)
+#   SYSTEST_SRC     the source tree
+#   VOLTD_CONF      the configuration file path inside the container
+#   CT_TOOLS        where the test's own files are inside (load.py, voltd-test)
+# Output: print what you see (the transcript is the test's evidence); fail
+# with `fail MSG` (exit 1), skip with `skip REASON` (exit 77).
+
+CT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+# ct CMD...: run CMD inside the container (its stdout/stderr are ours).
+ct() {
+	nsenter -t "$SYSTEST_LEADER" -a env -i PATH="$CT_PATH" HOME=/root TERM=dumb \
+		LANG=C.UTF-8 SYSTEMD_COLORS=0 SYSTEMD_PAGER=cat SYSTEMD_LESS= "$@"
+}
+
+# show CMD...: print "$ CMD", then its output indented; returns its status
+# and prints it when non-zero.
+show() {
+	local out rc=0
+	printf '  $ %s\n' "$*"
+	out=$(ct "$@" 2>&1) || rc=$?
+	[ -z "$out" ] || printf '%s\n' "$out" | sed 's/^/    /'
+	[ "$rc" -eq 0 ] || printf '    (exit %d)\n' "$rc"
+	return "$rc"
+}
+
+note() { printf '  %s\n' "$*"; }
+fail() { printf '  FAILED: %s\n' "$*"; exit 1; }
+skip() { printf '  SKIPPED: %s\n' "$*"; exit 77; }
+
+# expect_eq WHAT GOT WANT
+expect_eq() {
+	[ "$2" = "$3" ] || fail "$1: got '$2', expected '$3'"
+	note "$1: $2 (as expected)"
+}
+
+# wait_for SECONDS CMD...: poll CMD (on the host; use `ct ...` for inside)
+# every 0.2 s until it succeeds; returns 1 at the deadline.
+wait_for() {
+	local end=$(( $(date +%s%N) / 1000000 + ${1%.*} * 1000 ))
+	shift
+	until "$@" >/dev/null 2>&1; do
+		[ $(( $(date +%s%N) / 1000000 )) -lt "$end" ] || return 1
+		sleep 0.2
+	done
+}
+
+# prop UNIT PROPERTY: one property's value (systemctl show).
+prop() { ct systemctl show -p "$2" --value "$1"; }
+
+# http [CURL-ARGS...] PATH: curl inside the container against voltd's
+# socket unit (127.0.0.1:8080 on the container's own loopback); prints
+# the body, then a line "http=STATUS time=SECONDS".
+http() {
+	local path=${*: -1}
+	ct curl -sS --max-time 30 -w '\nhttp=%{http_code} time=%{time_total}s\n' \
+		"${@:1:$#-1}" "http://127.0.0.1:8080$path"
+}
+
+# http_status PATH: the status code only ("000" when nothing answered).
+http_status() {
+	ct curl -s -o /dev/null --max-time 30 -w '%{http_code}' "http://127.0.0.1:8080$1" || true
+}
+
+# journal_mark: a cursor for journal_since (the journal's current end).
+journal_mark() {
+	ct journalctl -q -n 0 --show-cursor | sed -n 's/^-- cursor: //p'
+}
+
+# journal_since CURSOR [JOURNALCTL-ARGS...]: the entries after CURSOR.
+journal_since() {
+	local c=$1; shift
+	ct journalctl -q --no-pager --after-cursor="$c" "$@"
+}
+
+# show_journal CURSOR [JOURNALCTL-ARGS...]: show the entries after CURSOR
+# (the transcript names the mark instead of the cursor's text).
+show_journal() {
+	local c=$1 out; shift
+	printf '  $ journalctl %s (since the mark)\n' "$*"
+	out=$(journal_since "$c" "$@" 2>&1) || true
+	[ -z "$out" ] || printf '%s\n' "$out" | sed 's/^/    /'
+}
+
+# dropin UNIT TEXT: a drop-in /etc/systemd/system/UNIT.d/systest.conf
+# (removed by the driver after the case), then daemon-reload.
+dropin() {
+	mkdir -p "$SYSTEST_ROOT/etc/systemd/system/$1.d"
+	printf '%s\n' "$2" >"$SYSTEST_ROOT/etc/systemd/system/$1.d/systest.conf"
+	ct systemctl daemon-reload
+}
+
+# conf_append TEXT: append ini text to voltd's configuration file (the
+# driver puts the installed file back after the case).
+conf_append() {
+	printf '\n%s\n' "$1" >>"$SYSTEST_ROOT$VOLTD_CONF"
+}
+
+# main_pid: voltd.service's MainPID inside the container (0 when not running).
+main_pid() { prop voltd.service MainPID; }
+
+# is_active UNIT: UNIT's ActiveState is "active".
+is_active() { [ "$(ct systemctl is-active "$1")" = active ]; }
+
+# wait_active [SECONDS]: until voltd.service is active.
+wait_active() {
+	wait_for "${1:-20}" is_active voltd.service ||
+		{ show systemctl status --no-pager -l voltd.service || true; fail "voltd.service did not become active"; }
+}
+
+# load_start NAME ARGS...: the bounded load client (load.py) inside the
+# container in the background; load_wait NAME prints its report and sets
+# LOAD_REFUSED, LOAD_ERRORS, LOAD_OK from it.
+load_start() {
+	local name=$1; shift
+	ct python3 "$CT_TOOLS/load.py" "$@" >"$SYSTEST_STATE/load-$name.out" 2>&1 &
+	echo $! >"$SYSTEST_STATE/load-$name.pid"
+}
+load_wait() {
+	local name=$1 pid
+	pid=$(cat "$SYSTEST_STATE/load-$name.pid")
+	wait "$pid" || fail "the load client exited with $? ($(tail -3 "$SYSTEST_STATE/load-$name.out"))"
+	sed 's/^/    load: /' "$SYSTEST_STATE/load-$name.out"
+	LOAD_OK=$(sed -n 's/^ok=\([0-9]*\) .*/\1/p' "$SYSTEST_STATE/load-$name.out")
+	LOAD_REFUSED=$(sed -n 's/.* refused=\([0-9]*\).*/\1/p' "$SYSTEST_STATE/load-$name.out")
+	LOAD_ERRORS=$(sed -n 's/.* errors=\([0-9]*\).*/\1/p' "$SYSTEST_STATE/load-$name.out")
+	[ -n "$LOAD_OK" ] && [ -n "$LOAD_REFUSED" ] && [ -n "$LOAD_ERRORS" ] ||
+		fail "no summary line from the load client"
+}
