@@ -17,16 +17,3 @@ TSAN_TESTS += tests/unit/test_http_response
 tests_unit_test_http_response_SOURCES = tests/unit/test_http_response.c
 tests_unit_test_http_response_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_http_response_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
-
-
-# libFuzzer harness over http + jobs: tests/fuzz/run-fuzz.sh builds it with
-# clang and runs it for FUZZ_SECONDS (default 20) from tests/fuzz/corpus;
-# it skips (77) without clang's fuzzer runtime. `make fuzz` does the same
-# outside the test suite (e.g. make fuzz FUZZ_SECONDS=600).
-TESTS += tests/fuzz/run-fuzz.sh
-CLEANFILES += tests/fuzz/fuzz_http
-fuzz:
-	VOLTD_SRCDIR='$(abs_top_srcdir)' VOLTD_BUILDDIR='$(abs_top_builddir)' \
-	CLANG='$(CLANG)' LLHTTP_SRC='$(LLHTTP_SRC)' LLHTTP_INC='$(LLHTTP_INC)' \
-	$(SHELL) $(top_srcdir)/tests/fuzz/run-fuzz.sh
-.PHONY: fuzz

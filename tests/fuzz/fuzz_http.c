@@ -1,24 +1,38 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/fuzz/fuzz_http.c: libFuzzer harness for the request path below the
- * server: arbitrary bytes through http/parser, then routing, query parsing,
- * the job (validated and stepped slice by slice) and the response head.
- * Built by tests/fuzz/run-fuzz.sh with clang -fsanitize=fuzzer,address,undefined.
+ * sockets: arbitrary bytes through http/parser, then what the server's
+ * per-request code (server/conn.c on_request, server/output.c) does with
+ * each event, through the same public calls: routing (404, 405 with Allow),
+ * query parsing, the job (created with the server's live limits and its
+ * ready/alive flags, stepped slice by slice), the response head (inline
+ * text answers, HEAD without body, 503 with Retry-After, 100 Continue) and
+ * the error answers of the parser. on_request itself needs a connection
+ * task on a running worker: not reachable without sockets.
+ * Built by scripts/fuzz with clang -fsanitize=fuzzer,address,undefined;
+ * `make check` replays tests/fuzz/corpus/http through it (replay.c).
  *
- * Input: byte 0 chooses the limits and how the rest is split into reads;
- * the rest is the byte stream of one connection. Besides the sanitizers, it
- * checks properties and aborts when one fails:
+ * Input: byte 0 chooses the limits (bits 0-2), how the rest is split into
+ * reads (bits 3-7), and the server's state: not ready (bit 6: /readyz 503),
+ * a worker stalled (bit 7: /livez 503); the rest is the byte stream of one
+ * connection. Besides the sanitizers, it checks properties and aborts when
+ * one fails:
  *  - the same stream fed whole and in pieces gives the same events;
  *  - requests are self-consistent (lengths, path and query inside the target,
  *    body within the limit), errors carry a status of the documented set;
- *  - every job finishes with a status and a head that encodes.
+ *  - every job finishes with a status and a head that encodes;
+ *  - every answer (head, or head and text body) parses back with llhttp as
+ *    one HTTP/1.1 response with that status, Content-Length equal to its
+ *    body (HEAD: none sent), and Connection: close exactly when it closes.
  * Single-threaded, like libFuzzer's default.
  */
+#include "config.h"
 #include "http/parser.h"
 #include "base/query.h"
 #include "http/response.h"
 #include "jobs/job.h"
 
+#include <llhttp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,32 +79,128 @@ static void check_request(const struct vhttp_request *r, const struct vhttp_limi
 		CHECK(r->content_length <= lim->max_body_bytes);
 }
 
+/* What llhttp saw of one response. */
+struct seen {
+	bool complete, keep_alive, with_body;
+	uint64_t body, content_length;
+};
+
+static int on_body(llhttp_t *p, const char *at, size_t len)
+{
+	((struct seen *)p->data)->body += len;
+	return 0;
+}
+
+static int on_complete(llhttp_t *p)
+{
+	((struct seen *)p->data)->complete = true;
+	return 0;
+}
+
+/* Read at the end of the head (llhttp resets them per message); 1: a
+ * HEAD answer, the head says Content-Length, no body follows. */
+static int on_head(llhttp_t *p)
+{
+	struct seen *s = p->data;
+	s->keep_alive = llhttp_should_keep_alive(p);
+	s->content_length = p->content_length;
+	return s->with_body ? 0 : 1;
+}
+
+/*
+ * buf[0..n) is what the server sends for one request: a head (with_body
+ * false: the body goes separately, clen bytes, or none for HEAD) or a head
+ * and its text body. It must be exactly one response of `status`.
+ */
+static void check_answer(const char *buf, int n, int status, bool close, bool with_body, uint64_t clen)
+{
+	llhttp_settings_t st;
+	llhttp_t p;
+	struct seen seen = { .with_body = with_body };
+
+	CHECK(n > 0);
+	llhttp_settings_init(&st);
+	st.on_body = on_body;
+	st.on_message_complete = on_complete;
+	st.on_headers_complete = on_head;
+	llhttp_init(&p, HTTP_RESPONSE, &st);
+	p.data = &seen;
+	const char *end = memmem(buf, (size_t)n, "\r\n\r\n", 4);
+	CHECK(end != NULL);
+	size_t len = with_body ? (size_t)n : (size_t)(end + 4 - buf);
+	enum llhttp_errno e = llhttp_execute(&p, buf, len);
+	if (e != HPE_OK)
+		fprintf(stderr, "fuzz_http: answer does not parse (%s): %.*s\n", llhttp_get_error_reason(&p), n, buf);
+	CHECK(e == HPE_OK);
+	CHECK(seen.complete);
+	CHECK(p.status_code == status);
+	CHECK(p.http_major == 1 && p.http_minor == 1);
+	CHECK(!seen.keep_alive == close);
+	if (with_body)
+		CHECK(seen.body == seen.content_length && seen.body == (uint64_t)n - (uint64_t)(end + 4 - buf));
+	else
+		CHECK(seen.content_length == clen);
+}
+
+/* server/output.c: an answer the server makes itself (404, 405, 503):
+ * head and text body, the body left out for HEAD. */
+static void answer_status(const struct vhttp_request *r, int status, const char *allow, int retry_after_s)
+{
+	struct vhttp_response resp;
+	char buf[VHTTP_HEAD_MAX + 64];
+	bool head_only = r->method == VHTTP_M_HEAD;
+
+	vhttp_response_init(&resp, status);
+	resp.version_minor = r->version_minor;
+	resp.close = !r->keep_alive;
+	resp.allow = allow;
+	if (status == 503)
+		resp.retry_after_s = retry_after_s;
+	int n = vhttp_response_text(&resp, NULL, buf, sizeof(buf));
+	CHECK(n > 0);
+	/* HEAD: the server strips the text body, Content-Length stays. */
+	const char *end = memmem(buf, (size_t)n, "\r\n\r\n", 4);
+	CHECK(end != NULL);
+	check_answer(buf, n, status, resp.close, !head_only, (uint64_t)(buf + n - (end + 4)));
+	if (allow)
+		CHECK(memmem(buf, (size_t)n, allow, strlen(allow)) != NULL);
+}
+
 /* Route, run the job like the stages would, encode the answer. */
-static void serve(struct vhttp_request *r)
+static void serve(struct vhttp_request *r, bool ready, bool alive)
 {
 	uint64_t n;
 	(void)vb_query_u64(r->query, r->query_len, "n", &n);
 	(void)vb_query_count(r->query, r->query_len, "n");
 
-	const struct vjob_kind *kind;
+	const struct vjob_kind *kind = NULL;
 	struct vhttp_response resp;
 	char head[VHTTP_HEAD_MAX + 64];
 	enum vjob_route rt = vjob_route(r->path, r->path_len, r->method_name, &kind);
-	if (rt != VJOB_ROUTE_OK) {
-		vhttp_response_init(&resp, rt == VJOB_ROUTE_NOT_FOUND ? 404 : 405);
-		resp.allow = kind ? kind->allow : NULL;
-		CHECK(vhttp_response_text(&resp, NULL, head, sizeof(head)) > 0);
+	if (rt == VJOB_ROUTE_NOT_FOUND) {
+		answer_status(r, 404, NULL, 0);
+		return;
+	}
+	CHECK(kind != NULL);
+	CHECK(vjob_kind_index(kind) >= 0 && (size_t)vjob_kind_index(kind) < vjob_kind_count());
+	if (rt == VJOB_ROUTE_BAD_METHOD) {
+		CHECK(kind->allow != NULL);
+		answer_status(r, 405, kind->allow, 0);
 		return;
 	}
 	struct vjob_config cfg;
 	vjob_config_default(&cfg);
 	cfg.spin_max_n = 100000; /* keep an input's work small */
 	cfg.sleep_max_ms = 1000;
-	struct vjob_input in = { .query = r->query, .query_len = r->query_len, .ready = true };
+	struct vjob_input in = {
+		.query = r->query, .query_len = r->query_len, .ready = ready, .alive = alive,
+	};
 	in.body = vhttp_request_take_body(r, &in.body_len);
 	struct vjob *job;
-	if (vjob_new(kind, &cfg, &in, &job) < 0)
+	if (vjob_new(kind, &cfg, &in, &job) < 0) {
+		answer_status(r, 503, NULL, 1);
 		return;
+	}
 	/* deadline 0: the smallest slice every time */
 	for (int i = 0; i < 1000 && !vjob_done(job); i++)
 		if (vjob_step(job, 0) == VJOB_SLEEP)
@@ -104,7 +214,9 @@ static void serve(struct vhttp_request *r)
 		resp.content_length = res->body_len;
 		resp.close = !r->keep_alive;
 		resp.version_minor = r->version_minor;
-		CHECK(vhttp_response_head(&resp, head, sizeof(head)) > 0);
+		int hl = vhttp_response_head(&resp, head, sizeof(head));
+		CHECK(hl > 0);
+		check_answer(head, hl, res->status, resp.close, false, res->body_len);
 	} else {
 		CHECK(strcmp(kind->name, "sleep") == 0);
 	}
@@ -113,7 +225,7 @@ static void serve(struct vhttp_request *r)
 
 /* Parse the stream fed in pieces (piece 0: whole); returns a fingerprint. */
 static uint64_t run(const uint8_t *data, size_t size, const struct vhttp_limits *lim,
-		    unsigned pieces, uint64_t rng, bool do_serve)
+		    unsigned pieces, uint64_t rng, bool do_serve, bool ready, bool alive)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
 	struct vhttp_parser *p;
@@ -150,11 +262,14 @@ static uint64_t run(const uint8_t *data, size_t size, const struct vhttp_limits 
 				mix_u64(&h, r->method);
 				if (ev == VHTTP_EV_CONTINUE) {
 					CHECK(r->expect_continue);
+					if (do_serve)
+						check_answer(VHTTP_RESPONSE_100, (int)VHTTP_RESPONSE_100_LEN, 100, false,
+							     true, 0);
 					continue;
 				}
 				mix(&h, r->body ? r->body : (const uint8_t *)"", r->body_len);
 				if (do_serve)
-					serve(r);
+					serve(r, ready, alive);
 				vhttp_request_free(r);
 				continue;
 			}
@@ -170,7 +285,9 @@ static uint64_t run(const uint8_t *data, size_t size, const struct vhttp_limits 
 				struct vhttp_response resp;
 				vhttp_response_init(&resp, st);
 				resp.close = true;
-				CHECK(vhttp_response_text(&resp, NULL, buf, sizeof(buf)) > 0);
+				int n = vhttp_response_text(&resp, NULL, buf, sizeof(buf));
+				CHECK(n > 0);
+				check_answer(buf, n, st, true, true, 0);
 			}
 			CHECK(vhttp_parser_phase(p) == VHTTP_PHASE_DONE);
 			stop = true;
@@ -204,8 +321,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (ctl & 4)
 		lim.read_buf_bytes = 24;
 	unsigned pieces = (ctl & 8) ? 1 : 2 + (ctl >> 4) * 4;
-	uint64_t whole = run(data, size, &lim, 0, 0, true);
-	uint64_t split = run(data, size, &lim, pieces, 0x9E3779B97F4A7C15ull ^ ctl, false);
+	bool ready = !(ctl & 0x40), alive = !(ctl & 0x80);
+	uint64_t whole = run(data, size, &lim, 0, 0, true, ready, alive);
+	uint64_t split = run(data, size, &lim, pieces, 0x9E3779B97F4A7C15ull ^ ctl, false, ready, alive);
 	CHECK(whole == split);
 	return 0;
 }
