@@ -34,6 +34,7 @@
  *    the length of its body (0 for HEAD).
  */
 #include "config.h"
+#include "fuzz.h"
 #include "ctl/internal.h"
 #include "base/log.h"
 #include "voltd/cfg.h"
@@ -51,14 +52,6 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
-
-#define CHECK(c)                                                                          \
-	do {                                                                              \
-		if (!(c)) {                                                               \
-			fprintf(stderr, "fuzz_ctl: check failed: %s (line %d)\n", #c, __LINE__); \
-			abort();                                                          \
-		}                                                                         \
-	} while (0)
 
 /* The configuration file `reload` reads (from memory); %s: socket path. */
 static const char conf_fmt[] =
@@ -314,8 +307,6 @@ static void check_metrics(const uint8_t *data, size_t size, const char *out, siz
 	unsigned long n = strtoul(cl + 18, NULL, 10);
 	CHECK(head ? body == 0 : n == body);
 }
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -27,6 +27,7 @@
  * Single-threaded, like libFuzzer's default.
  */
 #include "config.h"
+#include "fuzz.h"
 #include "http/parser.h"
 #include "base/query.h"
 #include "http/response.h"
@@ -36,14 +37,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHECK(c)                                                                          \
-	do {                                                                              \
-		if (!(c)) {                                                               \
-			fprintf(stderr, "fuzz_http: check failed: %s (line %d)\n", #c, __LINE__); \
-			abort();                                                          \
-		}                                                                         \
-	} while (0)
 
 /* FNV-1a over the events: a fingerprint of one parse. */
 static void mix(uint64_t *h, const void *p, size_t n)
@@ -302,8 +295,6 @@ static uint64_t run(const uint8_t *data, size_t size, const struct vhttp_limits 
 	vhttp_parser_free(p);
 	return h;
 }
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

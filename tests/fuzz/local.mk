@@ -8,11 +8,11 @@
 # `make fuzz` (FUZZ_ARGS='--time 600 --target ctl').
 check_PROGRAMS += tests/fuzz/replay_http tests/fuzz/replay_ctl
 TESTS += tests/fuzz/replay_http tests/fuzz/replay_ctl
-tests_fuzz_replay_http_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_http.c
+tests_fuzz_replay_http_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_http.c tests/fuzz/fuzz.h
 tests_fuzz_replay_http_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"http"'
 tests_fuzz_replay_http_CFLAGS = $(AM_CFLAGS) -I$(LLHTTP_INC)
 tests_fuzz_replay_http_LDADD = $(VOLT_ALL_LIBS)
-tests_fuzz_replay_ctl_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_ctl.c
+tests_fuzz_replay_ctl_SOURCES = tests/fuzz/replay.c tests/fuzz/fuzz_ctl.c tests/fuzz/fuzz.h
 tests_fuzz_replay_ctl_CPPFLAGS = $(AM_CPPFLAGS) -DFUZZ_TARGET='"ctl"'
 tests_fuzz_replay_ctl_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 tests_fuzz_replay_ctl_LDADD = $(VOLT_ALL_LIBS)

@@ -14,6 +14,7 @@
  * nothing passes nothing); a finding aborts.
  */
 #include "config.h"
+#include "fuzz.h"
 
 #include <dirent.h>
 #include <stdint.h>
@@ -26,7 +27,6 @@
 #error "FUZZ_TARGET (the corpus directory name) must be defined"
 #endif
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static int run_file(const char *path)
 {
