@@ -71,15 +71,23 @@ http_status() {
 	ct curl -s -o /dev/null --max-time 30 -w '%{http_code}' "http://127.0.0.1:8080$1" || true
 }
 
-# journal_mark: a cursor for journal_since (the journal's current end).
+# journal_mark: a cursor for journal_since: a line "mark N" logged now
+# (tag systest). journal_since reads from it with --cursor, because
+# journalctl 252's --after-cursor skips the first entry that matches when
+# filters (-u, -p) are given.
 journal_mark() {
-	ct journalctl -q -n 0 --show-cursor | sed -n 's/^-- cursor: //p'
+	local id=$RANDOM$RANDOM out
+	ct systemd-cat -t systest echo "mark $id"
+	logged() { out=$(ct journalctl -q -t systest -n 1 --show-cursor -o cat) && grep -qx "mark $id" <<<"$out"; }
+	wait_for 10 logged || fail "journald did not log the mark"
+	sed -n 's/^-- cursor: //p' <<<"$out"
 }
 
-# journal_since CURSOR [JOURNALCTL-ARGS...]: the entries after CURSOR.
+# journal_since CURSOR [JOURNALCTL-ARGS...]: the entries from the mark on
+# (the mark itself shows when no filter excludes it).
 journal_since() {
 	local c=$1; shift
-	ct journalctl -q --no-pager --after-cursor="$c" "$@"
+	ct journalctl -q --no-pager --cursor="$c" "$@"
 }
 
 # show_journal CURSOR [JOURNALCTL-ARGS...]: show the entries after CURSOR
