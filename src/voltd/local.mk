@@ -40,19 +40,49 @@ EXTRA_DIST += tests/integration/test_cli.py tests/integration/test_daemon_io.py 
 # run in the --without-systemd build (scripts/test, build-nosd).
 NOTIFY_TESTS = tests/integration/test_notify.py
 TESTS += $(NOTIFY_TESTS) tests/integration/test_drain.py tests/integration/test_activation.py tests/integration/test_units.py tests/integration/test_haproxy.py
-EXTRA_DIST += $(NOTIFY_TESTS) tests/integration/test_drain.py tests/integration/test_activation.py tests/integration/test_units.py tests/integration/test_haproxy.py tests/integration/notifyutil.py contrib/haproxy/voltd.cfg
+EXTRA_DIST += $(NOTIFY_TESTS) tests/integration/test_drain.py tests/integration/test_activation.py tests/integration/test_units.py tests/integration/test_haproxy.py tests/integration/notifyutil.py
 
 dist_man_MANS += man/voltd.8 man/voltd.conf.5
+# The sample configuration: $(sysconfdir)/voltd/voltd.conf only when none is
+# there (an operator's edits survive `make install`; an edited file gets the
+# new sample next to it as voltd.conf.new), and always under
+# $(docdir)/examples. uninstall removes voltd.conf only when unedited.
 sysconf_voltddir = $(sysconfdir)/voltd
-dist_sysconf_voltd_DATA = conf/voltd.conf
+EXTRA_DIST += conf/voltd.conf
+install-voltd-conf:
+	$(MKDIR_P) '$(DESTDIR)$(sysconf_voltddir)'
+	@conf='$(DESTDIR)$(sysconf_voltddir)/voltd.conf'; \
+	if test ! -f "$$conf"; then \
+		echo " $(INSTALL_DATA) $(top_srcdir)/conf/voltd.conf $$conf"; \
+		$(INSTALL_DATA) $(top_srcdir)/conf/voltd.conf "$$conf"; \
+	elif cmp -s $(top_srcdir)/conf/voltd.conf "$$conf"; then \
+		rm -f "$$conf.new"; \
+	else \
+		$(INSTALL_DATA) $(top_srcdir)/conf/voltd.conf "$$conf.new"; \
+		echo "voltd: $$conf differs from the shipped sample: kept; the new sample is $$conf.new"; \
+	fi
+uninstall-voltd-conf:
+	@conf='$(DESTDIR)$(sysconf_voltddir)/voltd.conf'; \
+	rm -f "$$conf.new"; \
+	if cmp -s $(top_srcdir)/conf/voltd.conf "$$conf"; then rm -f "$$conf"; \
+	elif test -f "$$conf"; then echo "voltd: $$conf was edited: left in place"; fi
+.PHONY: install-voltd-conf uninstall-voltd-conf
+
+# Documentation: the README, the architecture map and the examples (the
+# sample configuration, the HAProxy front end of README's scale-out part).
+dist_doc_DATA = README.md doc/ARCHITECTURE.md
+examplesdir = $(docdir)/examples
+dist_examples_DATA = conf/voltd.conf
+haproxyexamplesdir = $(docdir)/examples/haproxy
+dist_haproxyexamples_DATA = contrib/haproxy/voltd.cfg
 
 # The systemd units (the service with this build's paths, its two sockets)
 # and the user (sysusers.d) and runtime directory (tmpfiles.d) it needs.
 systemdsystemunit_DATA = systemd/voltd.service
 dist_systemdsystemunit_DATA = systemd/voltd.socket systemd/voltd-control.socket
 EXTRA_DIST += systemd/voltd.sysusers systemd/voltd.tmpfiles
-install-data-local: install-voltd-sysusers
-uninstall-local: uninstall-voltd-sysusers
+install-data-local: install-voltd-sysusers install-voltd-conf
+uninstall-local: uninstall-voltd-sysusers uninstall-voltd-conf
 install-voltd-sysusers:
 	$(MKDIR_P) '$(DESTDIR)$(sysusersdir)' '$(DESTDIR)$(tmpfilesdir)'
 	$(INSTALL_DATA) $(top_srcdir)/systemd/voltd.sysusers '$(DESTDIR)$(sysusersdir)/voltd.conf'

@@ -43,12 +43,39 @@ def test_make_install_puts_everything_in_place(dest):
     for f in ["sbin/voltd", "bin/voltctl", "lib/systemd/system/voltd.service",
               "lib/systemd/system/voltd.socket", "lib/systemd/system/voltd-control.socket",
               "lib/sysusers.d/voltd.conf", "lib/tmpfiles.d/voltd.conf", "share/man/man8/voltd.8",
-              "share/man/man5/voltd.conf.5", "share/man/man1/voltctl.1", "etc/voltd/voltd.conf"]:
+              "share/man/man5/voltd.conf.5", "share/man/man1/voltctl.1", "etc/voltd/voltd.conf",
+              "share/doc/voltd/README.md", "share/doc/voltd/ARCHITECTURE.md",
+              "share/doc/voltd/examples/voltd.conf", "share/doc/voltd/examples/haproxy/voltd.cfg"]:
         assert os.path.exists(os.path.join(root, f)), f
     unit = open(os.path.join(root, "lib/systemd/system/voltd.service")).read()
     assert "ExecStart=%s/sbin/voltd -f" % prefix in unit, unit
     assert "User=voltd" in unit
     assert re.search(r"^u voltd ", open(os.path.join(root, "lib/sysusers.d/voltd.conf")).read(), re.M)
+
+
+def test_make_install_keeps_an_edited_config(tmp_path):
+    """D8: `make install` over an installation whose voltd.conf was edited
+    keeps the edit and puts the new sample next to it as voltd.conf.new,
+    saying so; `make uninstall` leaves the edited file in place."""
+    def make(*targets):
+        r = subprocess.run(["make", "-s", "-C", BUILDDIR, *targets, "DESTDIR=%s" % tmp_path],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout
+    make("install")
+    prefix = PREFIX_RE.search(open(os.path.join(BUILDDIR, "Makefile")).read()).group(1).strip()
+    conf = str(tmp_path) + prefix + "/etc/voltd/voltd.conf"
+    shipped = open(conf).read()
+    assert "voltd.conf.new" not in make("install") and not os.path.exists(conf + ".new")
+    with open(conf, "a") as f:
+        f.write("# an operator's edit\n")
+    out = make("install")
+    assert open(conf).read() == shipped + "# an operator's edit\n"
+    assert open(conf + ".new").read() == shipped
+    assert "the new sample is %s.new" % conf in out, out
+    out = make("uninstall")
+    assert os.path.exists(conf) and not os.path.exists(conf + ".new"), out
+    assert "was edited: left in place" in out
 
 
 def units(dest, tmp_path):
