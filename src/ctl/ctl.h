@@ -67,7 +67,7 @@ struct vctl_config_item {
 	const char *key;      /* "section.name" */
 	const char *value;    /* effective value, as voltd.conf writes it */
 	const char *def;      /* default */
-	const char *source;   /* "default", "FILE:LINE", "-s", "set" */
+	const char *source;   /* "default", "FILE:LINE", "-s", "set", "socket activation" */
 	enum vctl_apply apply;
 	const char *doc;
 };

@@ -12,6 +12,7 @@
  */
 #include "config.h"
 #include "voltd/control.h"
+#include "base/compiler.h"
 #include "base/log.h"
 #include "rt/rt.h"
 #include "server/server.h"
@@ -57,6 +58,22 @@ void vd_ctl_attach_ctl(struct vd_ctl *d, struct vctl *ctl)
 	pthread_mutex_lock(&d->mu);
 	d->ctl = ctl;
 	pthread_mutex_unlock(&d->mu);
+}
+
+void vd_ctl_inherited(struct vd_ctl *d, const char *key, const char *value)
+{
+	size_t n;
+	const struct vcfg_key *schema = vcfg_schema(&n);
+
+	for (size_t i = 0; i < n && d->n_inherited < VB_ARRAY_SIZE(d->inherited); i++) {
+		char name[160];
+		snprintf(name, sizeof(name), "%s.%s", schema[i].section, schema[i].name);
+		if (strcmp(name, key) != 0)
+			continue;
+		d->inherited[d->n_inherited].key = i;
+		snprintf(d->inherited[d->n_inherited].value, sizeof(d->inherited[0].value), "%s", value);
+		d->n_inherited++;
+	}
 }
 
 /* `drain`: not ready (/readyz 503, agent "drain", Connection: close) while
@@ -137,6 +154,12 @@ static void config_get(void *ctx, size_t i, struct vctl_config_item *out)
 	vcfg_format(d->cfg, k, d->value, sizeof(d->value));
 	snprintf(d->source, sizeof(d->source), "%s", d->cfg->source[i]);
 	pthread_mutex_unlock(&d->mu);
+	for (unsigned j = 0; j < d->n_inherited; j++) {
+		if (d->inherited[j].key != i)
+			continue;
+		snprintf(d->value, sizeof(d->value), "%s", d->inherited[j].value);
+		snprintf(d->source, sizeof(d->source), "socket activation");
+	}
 	out->key = d->key;
 	out->value = d->value;
 	out->def = k->def;

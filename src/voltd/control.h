@@ -31,6 +31,14 @@ struct vd_ctl {
 	/* every reload's outcome (SIGHUP and `reload`), under mu */
 	uint64_t reloads[VCTL_RELOAD_RESULTS];
 	char refusal[256];    /* the last reload's first error; "" when accepted */
+	/* Keys whose socket socket activation replaced: `config` shows
+	 * value with source "socket activation". Set before the control
+	 * thread starts, read-only after. */
+	struct {
+		size_t key;
+		char value[VCFG_MAX_LISTEN * 64];
+	} inherited[2];
+	unsigned n_inherited;
 	/* config_get's strings (valid until the next hook call) */
 	char key[160], value[VCFG_MAX_LISTEN * 64], source[VCFG_SOURCE_LEN];
 };
@@ -41,6 +49,10 @@ void vd_ctl_fini(struct vd_ctl *d);
 void vd_ctl_attach(struct vd_ctl *d, struct vrt *rt, struct vsrv *srv);
 /* The drain sequence that `drain` and `undrain` drive (NULL: none). */
 void vd_ctl_attach_life(struct vd_ctl *d, struct vd_life *life);
+/* Socket activation replaced the socket of key ("server.listen",
+ * "control.socket") by one bound to value: `config` shows it. Before the
+ * control thread starts. */
+void vd_ctl_inherited(struct vd_ctl *d, const char *key, const char *value);
 /* The control plane a reload reconfigures (NULL: none). */
 void vd_ctl_attach_ctl(struct vd_ctl *d, struct vctl *ctl);
 /* The control plane's settings from the configuration (fd = -1). */

@@ -28,7 +28,11 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sysexits.h>
 #include <unistd.h>
@@ -293,7 +297,41 @@ struct vd_inherited {
 	int http[VSRV_MAX_LISTEN];
 	unsigned n_http;
 	int control; /* -1: none */
+	/* What they are bound to (getsockname), for the log and `config`:
+	 * "addr:port" each, joined by blanks; the control socket's path. */
+	char http_names[VSRV_MAX_LISTEN * 64];
+	char control_name[128];
 };
+
+/* "a.b.c.d:port", "[v6]:port" or the path of a bound socket (buf = "?" when
+ * it cannot be named). Returns buf. */
+static const char *socket_name(int fd, char *buf, size_t len)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN];
+
+	snprintf(buf, len, "?");
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0)
+		return buf;
+	if (ss.ss_family == AF_INET) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)&ss;
+		if (inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host)))
+			snprintf(buf, len, "%s:%u", host, (unsigned)ntohs(a->sin_port));
+	} else if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&ss;
+		if (inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host)))
+			snprintf(buf, len, "[%s]:%u", host, (unsigned)ntohs(a->sin6_port));
+	} else if (ss.ss_family == AF_UNIX) {
+		const struct sockaddr_un *a = (const struct sockaddr_un *)&ss;
+		size_t n = sl > offsetof(struct sockaddr_un, sun_path) ? sl - offsetof(struct sockaddr_un, sun_path) : 0;
+		if (n && a->sun_path[0])
+			snprintf(buf, len, "%.*s", (int)strnlen(a->sun_path, n), a->sun_path);
+		else if (n)
+			snprintf(buf, len, "@%.*s", (int)(n - 1), a->sun_path + 1); /* abstract */
+	}
+	return buf;
+}
 
 static int take_listen_fds(struct vd_inherited *inh)
 {
@@ -323,6 +361,15 @@ static int take_listen_fds(struct vd_inherited *inh)
 	if (n > 0)
 		vb_notice("socket activation: %u HTTP listener(s)%s inherited", inh->n_http,
 			  inh->control >= 0 ? " and the control socket" : "");
+	size_t off = 0;
+	inh->http_names[0] = '\0';
+	for (unsigned i = 0; i < inh->n_http && off < sizeof(inh->http_names); i++) {
+		char one[64];
+		off += (size_t)snprintf(inh->http_names + off, sizeof(inh->http_names) - off, "%s%s", i ? " " : "",
+					socket_name(inh->http[i], one, sizeof(one)));
+	}
+	if (inh->control >= 0)
+		socket_name(inh->control, inh->control_name, sizeof(inh->control_name));
 	if (n > 0 && inh->n_http == 0) {
 		vb_err("socket activation: no socket named 'http' was passed");
 		goto bad;
@@ -457,10 +504,11 @@ static int srv_start(const struct vcfg *cfg, const struct vd_inherited *inh, str
 		vb_err("server: cannot start its tasks: %s", strerror(-rc));
 		return rc;
 	}
-	for (unsigned i = 0; i < vsrv_listener_count(*srv); i++)
-		vb_notice("server: listening on %s (port %d)",
-			  inh->n_http ? "an inherited socket" : cfg->listen_text[i],
-			  vsrv_port(*srv, i));
+	if (inh->n_http)
+		vb_notice("server: listening on %s (inherited)", inh->http_names);
+	else
+		for (unsigned i = 0; i < vsrv_listener_count(*srv); i++)
+			vb_notice("server: listening on %s (port %d)", cfg->listen_text[i], vsrv_port(*srv, i));
 	return 0;
 }
 
@@ -481,7 +529,8 @@ static int ctl_open(const struct vcfg *cfg, int inherited_fd, struct vctl **ctl)
 }
 
 /* Rung 7: serve the control socket from its own thread. */
-static int ctl_start(struct vctl *ctl, struct vd_ctl *dctl, struct vio *io, struct vrt *rt, struct vsrv *srv)
+static int ctl_start(struct vctl *ctl, struct vd_ctl *dctl, const char *inherited, struct vio *io, struct vrt *rt,
+		     struct vsrv *srv)
 {
 	struct vctl_hooks h;
 
@@ -495,7 +544,10 @@ static int ctl_start(struct vctl *ctl, struct vd_ctl *dctl, struct vio *io, stru
 		vb_err("control: cannot start its thread: %s", strerror(-rc));
 		return rc;
 	}
-	vb_notice("control: listening on %s", dctl->cfg->control.socket);
+	if (*inherited)
+		vb_notice("control: listening on %s (inherited)", inherited);
+	else
+		vb_notice("control: listening on %s", dctl->cfg->control.socket);
 	return 0;
 }
 
@@ -509,7 +561,7 @@ int main(int argc, char **argv)
 	struct vsrv *srv = NULL;
 	struct vctl *ctl = NULL;
 	struct vd_ctl dctl;
-	struct vd_inherited inh = { .control = -1 };
+	struct vd_inherited inh = { .control = -1, .http_names = "", .control_name = "" };
 	struct vd_life life = { .sfd = -1, .agent_fd = -1, .tfd = -1 };
 	sigset_t sigs;
 	bool used_file;
@@ -568,6 +620,11 @@ int main(int argc, char **argv)
 	/* Rung 3c: the control socket, before anything listens: a second
 	 * voltd on the same socket stops here. */
 	vd_ctl_init(&dctl, &cfg, reload_load, &opts);
+	/* `config` shows the sockets really used (D11). */
+	if (inh.n_http)
+		vd_ctl_inherited(&dctl, "server.listen", inh.http_names);
+	if (inh.control >= 0)
+		vd_ctl_inherited(&dctl, "control.socket", inh.control_name);
 	rc = ctl_open(&cfg, inh.control, &ctl);
 	inh.control = -1; /* the control plane took it over */
 	if (rc < 0) {
@@ -631,7 +688,7 @@ int main(int argc, char **argv)
 	vd_ctl_attach(&dctl, rt, srv);
 	vd_ctl_attach_life(&dctl, &life);
 	vd_ctl_attach_ctl(&dctl, ctl);
-	if (ctl_start(ctl, &dctl, io, rt, srv) < 0) {
+	if (ctl_start(ctl, &dctl, inh.control_name, io, rt, srv) < 0) {
 		rc = EX_OSERR;
 		goto stop_rt;
 	}

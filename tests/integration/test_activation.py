@@ -64,16 +64,26 @@ def test_systemd_socket_activate(tmp_path, backend):  # noqa: F811
         assert all(r == (200, b"ok\n") for r in results), results
         text = (tmp_path / "voltd.log").read_text()
         assert "socket activation: 1 HTTP listener(s) and the control socket inherited" in text, text
-        assert "listening on an inherited socket" in text, text
+        # the log and `config` name the sockets really used, not the
+        # configured ones that activation replaced (D11)
+        assert "server: listening on 127.0.0.1:%d (inherited)" % port in text, text
+        assert "control: listening on %s (inherited)" % ctl_path in text, text
+        own = text.split(" starting (config", 1)[1]  # voltd's lines, not the activator's
+        assert "unused.sock" not in own and "127.0.0.1:1 " not in own, text
         assert not os.path.exists(tmp_path / "unused.sock")   # the inherited one is used
         with socket.socket(socket.AF_UNIX) as c:
             c.settimeout(10)
             c.connect(ctl_path)
-            c.sendall(b"ping\n")
+            c.sendall(b"ping\nconfig server.listen control.socket\n")
             buf = b""
-            while b"\n" not in buf:
-                buf += c.recv(4096)
-            assert json.loads(buf)["ok"] is True, buf
+            while buf.count(b"\n") < 2:
+                buf += c.recv(65536)
+            pong, config = [json.loads(x) for x in buf.splitlines()]
+            assert pong["ok"] is True, buf
+            keys = {k["key"]: k for k in config["keys"]}
+            assert keys["server.listen"]["value"] == "127.0.0.1:%d" % port, keys
+            assert keys["control.socket"]["value"] == ctl_path, keys
+            assert keys["server.listen"]["source"] == keys["control.socket"]["source"] == "socket activation", keys
     finally:
         p.send_signal(signal.SIGTERM)   # exec'd: this is voltd itself
         rc = p.wait(20)
