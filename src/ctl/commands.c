@@ -355,6 +355,8 @@ static json_t *drain_common(struct vctl *ctl, int argc, bool on, json_t *r)
 	if (!h->drain)
 		return vctl__error("unsupported", "%s: not available", on ? "drain" : "undrain");
 	int rc = h->drain(h->ctx, on);
+	if (rc == -EBUSY && !on)
+		return vctl__error("failed", "undrain: voltd is stopping (SIGTERM); it stays not ready until it exits");
 	if (rc < 0)
 		return vctl__error("failed", "%s: %s", on ? "drain" : "undrain", strerror(-rc));
 	json_object_set_new(r, "draining", json_boolean(on));

@@ -15,8 +15,8 @@
 
 /* A reply line longer than this is not voltd's (stats are ~20 KiB). */
 #define MAX_REPLY (64u << 20)
-/* The daemon answers from its own thread; this only bounds a hung peer. */
-#define REPLY_TIMEOUT_MS 10000
+
+int vcli_timeout_ms = VCLI_TIMEOUT_MS;
 
 int vcli_connect(struct vcli_conn *c, const char *path, char *err, size_t errlen)
 {
@@ -25,6 +25,7 @@ int vcli_connect(struct vcli_conn *c, const char *path, char *err, size_t errlen
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
 	c->path = path;
+	c->timeout_ms = vcli_timeout_ms;
 	if (strlen(path) >= sizeof(a.sun_path)) {
 		snprintf(err, errlen, "%s: socket path too long", path);
 		return VCLI_UNREACHABLE;
@@ -94,11 +95,11 @@ static long read_line(struct vcli_conn *c, char *err, size_t errlen)
 			c->buf = b;
 			c->cap = cap;
 		}
-		int pr = poll(&p, 1, REPLY_TIMEOUT_MS);
+		int pr = poll(&p, 1, c->timeout_ms);
 		if (pr < 0 && errno == EINTR)
 			continue;
 		if (pr == 0) {
-			snprintf(err, errlen, "%s: no reply within %d ms", c->path, REPLY_TIMEOUT_MS);
+			snprintf(err, errlen, "%s: no reply within %d ms", c->path, c->timeout_ms);
 			return -1;
 		}
 		n = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);

@@ -21,8 +21,14 @@ enum vcli_exit {
 	VCLI_PERMISSION = 77,   /* EX_NOPERM: the socket or the command is denied */
 };
 
+/* How long a reply may take (voltctl --timeout): the daemon answers from
+ * its own thread, so this only bounds a hung peer. Set before connecting. */
+#define VCLI_TIMEOUT_MS 10000
+extern int vcli_timeout_ms;
+
 struct vcli_conn {
 	int fd;
+	int timeout_ms;
 	char *buf;              /* bytes read past the last reply line */
 	size_t len, cap;
 	const char *path;

@@ -24,13 +24,14 @@
 static void usage(FILE *fp)
 {
 	fprintf(fp,
-		"usage: voltctl [-s SOCKET] [--json | --prom] COMMAND [ARGS...]\n"
-		"       voltctl [-s SOCKET] top [-b] [-n N] [-d SECONDS]\n"
+		"usage: voltctl [-s SOCKET] [-t MS] [--json | --prom] COMMAND [ARGS...]\n"
+		"       voltctl [-s SOCKET] [-t MS] top [-b] [-n N] [-d SECONDS]\n"
 		"\n"
 		"Talks to voltd's control socket (-s, else $VOLTD_CONTROL, else %s).\n"
 		"  -s, --socket PATH  the control socket\n"
 		"  -j, --json         print the daemon's JSON reply as it came\n"
 		"  -p, --prom         print Prometheus text (the `metrics` command)\n"
+		"  -t, --timeout MS   wait at most MS for a reply (default 10000)\n"
 		"  -h, --help         this text; `voltctl help` lists the daemon's commands\n"
 		"  -V, --version      voltctl's version\n"
 		"Commands (see voltctl(1)): ping, version, help, stats [SECTION], metrics,\n"
@@ -87,6 +88,7 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "prom", no_argument, NULL, 'p' },
+		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -101,9 +103,19 @@ int main(int argc, char **argv)
 	if (!path || !*path)
 		path = VOLTD_DEFAULT_CONTROL_SOCKET;
 	/* '+': options end at COMMAND, so its ARGS may start with '-'. */
-	while ((opt = getopt_long(argc, argv, "+s:jphV", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "+s:jpt:hV", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's': path = optarg; break;
+		case 't': {
+			char *end;
+			long ms = strtol(optarg, &end, 10);
+			if (end == optarg || *end || ms < 1 || ms > 86400000) {
+				fprintf(stderr, "voltctl: --timeout takes milliseconds, 1..86400000: '%s'\n", optarg);
+				return VCLI_USAGE;
+			}
+			vcli_timeout_ms = (int)ms;
+			break;
+		}
 		case 'j': json = true; break;
 		case 'p': prom = true; break;
 		case 'h': usage(stdout); return VCLI_OK;

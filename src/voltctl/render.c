@@ -127,11 +127,15 @@ static bool numeric(const char *s)
 void vcli_table_print(const struct vcli_table *t, FILE *fp, int indent, bool header)
 {
 	size_t *w = calloc(t->ncols ? t->ncols : 1, sizeof(*w));
+	/* Numbers right-align to the widest number of their column (wn), not
+	 * to a long string in it: a key/value block would push them far right. */
+	size_t *wn = calloc(t->ncols ? t->ncols : 1, sizeof(*wn));
 	/* A header cell aligns as most of its column's cells do. */
 	int *nums = calloc(t->ncols ? t->ncols : 1, sizeof(*nums));
 
-	if (!w || !nums) {
+	if (!w || !wn || !nums) {
 		free(w);
+		free(wn);
 		free(nums);
 		return;
 	}
@@ -144,6 +148,8 @@ void vcli_table_print(const struct vcli_table *t, FILE *fp, int indent, bool hea
 			size_t l = strlen(t->cell[r][c]);
 			if (l > w[c])
 				w[c] = l;
+			if (c > 0 && (header && r == 0 ? nums[c] > 0 : numeric(t->cell[r][c])) && l > wn[c])
+				wn[c] = l;
 		}
 	for (size_t r = 0; r < t->rows; r++) {
 		fprintf(fp, "%*s", indent, "");
@@ -152,7 +158,8 @@ void vcli_table_print(const struct vcli_table *t, FILE *fp, int indent, bool hea
 			bool right = c > 0 && (header && r == 0 ? nums[c] > 0 : numeric(s));
 			bool last = c + 1 == t->ncols;
 			if (right)
-				fprintf(fp, "%*s%s", (int)w[c], s, last ? "" : "  ");
+				fprintf(fp, "%*s%*s%s", (int)wn[c], s, last ? 0 : (int)(w[c] - wn[c]), "",
+					last ? "" : "  ");
 			else
 				fprintf(fp, "%-*s%s", last ? 0 : (int)w[c], s, last ? "" : "  ");
 		}
@@ -168,6 +175,7 @@ void vcli_table_print(const struct vcli_table *t, FILE *fp, int indent, bool hea
 		}
 	}
 	free(w);
+	free(wn);
 	free(nums);
 }
 

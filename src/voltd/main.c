@@ -548,6 +548,8 @@ static int ctl_start(struct vctl *ctl, struct vd_ctl *dctl, const char *inherite
 		vb_notice("control: listening on %s (inherited)", inherited);
 	else
 		vb_notice("control: listening on %s", dctl->cfg->control.socket);
+	if (dctl->cfg->control.metrics_listen.len)
+		vb_notice("control: metrics on http://%s/metrics", dctl->cfg->control.metrics_listen.text);
 	return 0;
 }
 

@@ -100,7 +100,7 @@ def test_nul_and_control_bytes_are_an_error_not_a_truncation(daemon):
 
 def test_metrics_listen_answers_a_head_ended_by_bare_lf(daemon):
     mport = free_port()
-    daemon("-s", "control.metrics_listen=127.0.0.1:%d" % mport)
+    d = daemon("-s", "control.metrics_listen=127.0.0.1:%d" % mport)
     with socket.create_connection(("127.0.0.1", mport), timeout=10) as s:
         s.sendall(b"GET /metrics HTTP/1.0\nHost: x\n\n")
         data = b""
@@ -110,6 +110,8 @@ def test_metrics_listen_answers_a_head_ended_by_bare_lf(daemon):
                 break
             data += chunk
     assert data.startswith(b"HTTP/1.1 200 OK\r\n") and b"\nvoltd_build_info{" in data, data[:200]
+    # D16: the start-up log names the metrics listener, as it does the others
+    assert "control: metrics on http://127.0.0.1:%d/metrics" % mport in d.log(), d.log()
 
 
 # Runs as uid 65534: opens N control connections, says so, holds them until

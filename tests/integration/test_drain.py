@@ -4,6 +4,7 @@ SIGTERM gets its response; during server.shutdown_delay_ms /readyz answers
 503 while requests still succeed (with Connection: close); idle keep-alive
 connections are closed; voltctl-style drain/undrain through the agent
 port; /livez is distinct from /readyz; the accounting holds."""
+import signal
 import socket
 import threading
 import time
@@ -109,4 +110,21 @@ def test_control_drain_and_undrain(voltd):
     s.sendall(req_bytes("GET", "/healthz"))
     assert Reader(s).response().header("connection") is None   # keep-alive again
     s.close()
+    stop(d)
+
+
+def test_undrain_while_stopping_says_why(voltd):
+    """D16: once SIGTERM began the stop, undrain is refused with a sentence,
+    not a bare strerror."""
+    from ctlutil import ctl
+    d = voltd("-s", "server.shutdown_delay_ms=3000")
+    d.proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while request(d.port, "GET", "/readyz").status != 503:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    r = ctl(d, "undrain")
+    assert r["ok"] is False and r["code"] == "failed" and "stopping" in r["error"], r
+    assert "Device or resource busy" not in r["error"], r
+    d.proc.wait(timeout=20)  # the stop SIGTERM began ends by itself
     stop(d)

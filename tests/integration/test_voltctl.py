@@ -258,3 +258,26 @@ def test_exit_codes_follow_the_man_page(daemon, tmp_path):
         assert r.returncode == code, (reply, r)
         assert (r.returncode == 0) == (r.stderr == ""), (reply, r)
     srv.close()
+
+
+def test_timeout_option_and_plain_tables(daemon, tmp_path):
+    """D16: --timeout MS bounds the wait for a reply (a peer that never
+    answers: exit 69 after it, saying so); a bad value is usage (2). In
+    `version`, a long string does not push the version number 100 columns
+    to the right."""
+    d = daemon()
+    r = voltctl("version", sock=d.control)
+    lines = dict(line.split(None, 1) for line in r.stdout.splitlines())
+    kw = max(len(k) for k in lines)
+    assert ("version".ljust(kw) + "  " + lines["version"]) in r.stdout.splitlines(), r.stdout
+    path = str(tmp_path / "mute.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen(1)
+    r = voltctl("--timeout", "300", "ping", sock=path, timeout=30)
+    assert r.returncode == 69 and "no reply within 300 ms" in r.stderr, r
+    srv.close()
+    for bad in ["0", "-1", "abc", "86400001"]:
+        r = voltctl("--timeout", bad, "ping", sock=d.control)
+        assert r.returncode == 2 and "--timeout" in r.stderr, (bad, r)
+    assert voltctl("-t", "5000", "ping", sock=d.control).returncode == 0

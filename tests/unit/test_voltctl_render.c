@@ -55,6 +55,13 @@ int main(void)
 	       "flag            no\n"
 	       "none            -\n"
 	       "wait_ns         1.5 us\n");
+	/* D16: a long string does not push the numbers of its column to the
+	 * right: numbers align among themselves, strings start at the column. */
+	expect("{\"version\":\"0.1.0\",\"workers\":12,\"backend_reason\":\"io_uring works here: every feature "
+	       "that voltd needs was probed at start\"}",
+	       "version         0.1.0\n"
+	       "workers            12\n"
+	       "backend_reason  io_uring works here: every feature that voltd needs was probed at start\n");
 	/* An array of narrow objects: a table with a header. */
 	expect("{\"keys\":[{\"key\":\"a.b\",\"value\":\"1\"},{\"key\":\"c.d\",\"value\":\"22\"}]}",
 	       "\nkeys\n"
