@@ -27,6 +27,13 @@ ensure_packages() {
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# package_section NAME [LIST]: the packages of the "# [NAME]" part of LIST
+# (default scripts/packages.txt), one a line.
+package_section() {
+	sed -n -e "/^# \[$1\]/,/^# \[/{" -e '/^# \[/d' -e 's/#.*//' -e '/[^[:space:]]/p' -e '}' \
+		"${2:-$top/scripts/packages.txt}"
+}
+
 # ensure_build DIR [CONFIGURE-ARGS...]: autoreconf when needed, configure DIR
 # when its arguments changed, then make. Prints nothing on a no-op rebuild.
 ensure_build() {
