@@ -160,6 +160,16 @@ def unit_filter(dest):
     return allow - deny
 
 
+def traced_calls(trace):
+    """The system calls named in an `strace -f -qq -o FILE` trace."""
+    used = set()
+    for line in trace.read_text().splitlines():
+        m = re.match(r"^\d+\s+(?:<\.\.\. )?([a-z0-9_]+)[( ]", line)
+        if m and m.group(1) not in ("exit", "resumed"):
+            used.add(m.group(1))
+    return used
+
+
 def test_syscalls_pass_the_unit_filter(dest, tmp_path, backend):  # noqa: F811
     need_analyze()
     strace = shutil.which("strace")
@@ -198,11 +208,7 @@ def test_syscalls_pass_the_unit_filter(dest, tmp_path, backend):  # noqa: F811
             p.kill()
         rc = p.wait(30)
     assert rc == 0
-    used = set()
-    for line in trace.read_text().splitlines():
-        m = re.match(r"^\d+\s+(?:<\.\.\. )?([a-z0-9_]+)[( ]", line)
-        if m and m.group(1) not in ("exit", "resumed"):
-            used.add(m.group(1))
+    used = traced_calls(trace)
     # Before exec, strace's own child runs execve: the unit's ExecStart does it too.
     assert used, trace.read_text()[:500]
     if backend == "uring":
@@ -256,11 +262,7 @@ def test_exec_reload_passes_the_unit_filter(dest, daemon, tmp_path):
     r = subprocess.run([strace, "-f", "-qq", "-o", str(trace), str(d) + prefix + "/bin/voltctl",
                         "-s", str(v.control), "reload"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    used = set()
-    for line in trace.read_text().splitlines():
-        m = re.match(r"^\d+\s+(?:<\.\.\. )?([a-z0-9_]+)[( ]", line)
-        if m and m.group(1) not in ("exit", "resumed"):
-            used.add(m.group(1))
+    used = traced_calls(trace)
     assert "connect" in used, sorted(used)
     refused = sorted(used - allowed - {"execve"})
     assert refused == [], "system calls of voltctl reload the unit's SystemCallFilter= refuses: %s" % refused
