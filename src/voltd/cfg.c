@@ -715,12 +715,25 @@ static const char *source_of(const struct vcfg *cfg, const char *section, const 
 
 static int check_group(const struct vcfg *cfg, const char *name, const char *value, struct vb_strlist *err)
 {
-	char buf[4096];
 	struct group gr, *res = NULL;
+	char *buf = NULL;
+	size_t len = 4096;
+	int rc;
 
 	if (!*value)
 		return 0;
-	int rc = getgrnam_r(value, &gr, buf, sizeof(buf), &res);
+	/* A group with many members needs a larger buffer (ERANGE). */
+	do {
+		char *b = realloc(buf, len);
+		if (!b) {
+			rc = ENOMEM;
+			break;
+		}
+		buf = b;
+		rc = getgrnam_r(value, &gr, buf, len, &res);
+		len *= 2;
+	} while (rc == ERANGE && len <= (1u << 24));
+	free(buf);
 	if (res)
 		return 0;
 	add_err(err, KEYFMT "no group '%s' on this machine%s%s", source_of(cfg, "control", name), "control", name,
