@@ -31,12 +31,19 @@ struct vb_metric {
 	const char *unit;   /* "" for a plain count, else a base unit: "bytes", "seconds", "nanoseconds" */
 	const char *help;   /* one line */
 	size_t offset;      /* of a uint64_t field in the layer's stats struct */
+	/* A gauge holding an enum: the names of its values 0, 1, ...,
+	 * NULL-terminated (Prometheus renders a state set: one series per
+	 * state, 1 for the current one); NULL for a plain number. */
+	const char *const *states;
 };
 
 /* A row whose name is the field's name. */
-#define VB_METRIC(type, field, kind, unit, help) { #field, kind, unit, help, offsetof(type, field) }
+#define VB_METRIC(type, field, kind, unit, help) { #field, kind, unit, help, offsetof(type, field), NULL }
 /* A row named differently from its field (e.g. a field carrying a unit suffix). */
-#define VB_METRIC_AS(type, field, name, kind, unit, help) { name, kind, unit, help, offsetof(type, field) }
+#define VB_METRIC_AS(type, field, name, kind, unit, help) { name, kind, unit, help, offsetof(type, field), NULL }
+/* A gauge whose value is an enum named by states[] (NULL-terminated). */
+#define VB_METRIC_STATES(type, field, states, help) \
+	{ #field, VB_METRIC_GAUGE, "", help, offsetof(type, field), states }
 
 static inline uint64_t vb_metric_get(const struct vb_metric *m, const void *stats)
 {

@@ -3,19 +3,26 @@
  * ctl/prom.c: Prometheus text exposition format 0.0.4 of every layer's
  * metric table (the `metrics` command and GET /metrics on
  * control.metrics_listen). Names: voltd_<family>_<name>[_<unit>][_total],
- * base units (nanoseconds become seconds), HELP and TYPE for every family,
- * labels worker / channel / stage / code / kind, histograms as _bucket{le},
- * _sum, _count. Every counter is cumulative since voltd started (`clear
- * counters` does not touch these). Control thread only.
+ * base units (nanoseconds become seconds) as the suffix (a row named
+ * "<unit>_in" / "<unit>_out" becomes received_<unit> / sent_<unit>; the JSON
+ * keys keep the table's name), HELP and TYPE for every family, labels worker
+ * / channel / stage / code / kind, enum gauges (rows with states) as state
+ * sets labelled state, histograms as _bucket{le}, _sum, _count; and the
+ * process_* families every Prometheus client library exports, read from
+ * /proc. Every counter is cumulative since voltd started (`clear counters`
+ * does not touch these). Control thread only.
  */
 #include "config.h"
 #include "ctl/internal.h"
 #include "base/compiler.h"
 #include "base/time.h"
 
+#include <dirent.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 /* Histogram bucket bounds (seconds) offered to Prometheus: the log-linear
  * buckets are summed up to each bound (a bound inside a bucket counts the
@@ -28,12 +35,16 @@ static const double le_bounds[] = {
 /* One family's name from a metric row: prefix, name, unit, _total. */
 static void family_name(const char *prefix, const struct vb_metric *m, char *buf, size_t len, bool *to_seconds)
 {
-	const char *u = m->unit;
+	const char *u = m->unit, *name = m->name;
+	size_t ul = strlen(u);
 	*to_seconds = strcmp(u, "nanoseconds") == 0;
 	if (*to_seconds)
 		u = "seconds";
-	snprintf(buf, len, "voltd_%s_%s%s%s%s", prefix, m->name, *u && !strstr(m->name, u) ? "_" : "",
-		 *u && !strstr(m->name, u) ? u : "", m->kind == VB_METRIC_COUNTER ? "_total" : "");
+	/* "bytes_in" -> "received_bytes": Prometheus wants the unit last. */
+	if (ul && strncmp(name, u, ul) == 0 && (strcmp(name + ul, "_in") == 0 || strcmp(name + ul, "_out") == 0))
+		name = strcmp(name + ul, "_in") == 0 ? "received" : "sent";
+	snprintf(buf, len, "voltd_%s_%s%s%s%s", prefix, name, *u && !strstr(name, u) ? "_" : "",
+		 *u && !strstr(name, u) ? u : "", m->kind == VB_METRIC_COUNTER ? "_total" : "");
 }
 
 static void header(FILE *fp, const char *name, const char *help, const char *type)
@@ -47,6 +58,82 @@ static void value(FILE *fp, uint64_t v, bool to_seconds)
 		fprintf(fp, " %.9g\n", (double)v / 1e9);
 	else
 		fprintf(fp, " %" PRIu64 "\n", v);
+}
+
+/* An enum gauge as a state set: name{label,state="s"} 1 for the current
+ * state, 0 for the others. */
+static void state_set(FILE *fp, const char *name, const struct vb_metric *m, const void *el, const char *label,
+		      const char *value, unsigned i)
+{
+	uint64_t v = vb_metric_get(m, el);
+	char lab[96] = "";
+
+	if (label && value)
+		snprintf(lab, sizeof(lab), "%s=\"%s\",", label, value);
+	else if (label)
+		snprintf(lab, sizeof(lab), "%s=\"%u\",", label, i);
+	for (uint64_t k = 0; m->states[k]; k++)
+		fprintf(fp, "%s{%sstate=\"%s\"} %d\n", name, lab, m->states[k], v == k);
+}
+
+/* The process_* families of the Prometheus client libraries, from /proc
+ * (a family that cannot be read is left out). */
+static void process_metrics(FILE *fp)
+{
+	long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+	char buf[1024];
+	FILE *f;
+
+	f = fopen("/proc/self/stat", "re");
+	size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	/* "pid (comm) S ...": comm may hold ')', so after the last one; the
+	 * fields from there are proc(5)'s 3rd (state) on. */
+	char *p = strrchr(buf, ')');
+	unsigned long long utime, stime, start, vsize;
+	long long rss;
+	if (p && tck > 0 && page > 0 &&
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d %llu %llu %lld",
+		   &utime, &stime, &start, &vsize, &rss) == 5) {
+		header(fp, "process_cpu_seconds_total", "user and system CPU time of the process", "counter");
+		fprintf(fp, "process_cpu_seconds_total %.2f\n", (double)(utime + stime) / (double)tck);
+		header(fp, "process_resident_memory_bytes", "resident set size", "gauge");
+		fprintf(fp, "process_resident_memory_bytes %lld\n", rss * page);
+		header(fp, "process_virtual_memory_bytes", "virtual memory size", "gauge");
+		fprintf(fp, "process_virtual_memory_bytes %llu\n", vsize);
+		unsigned long long btime = 0;
+		char line[256];
+		f = fopen("/proc/stat", "re");
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "btime %llu", &btime) == 1)
+				break;
+		if (f)
+			fclose(f);
+		if (btime) {
+			header(fp, "process_start_time_seconds", "start time of the process since the Unix epoch",
+			       "gauge");
+			fprintf(fp, "process_start_time_seconds %.2f\n", (double)btime + (double)start / (double)tck);
+		}
+	}
+	DIR *d = opendir("/proc/self/fd");
+	if (d) {
+		unsigned long fds = 0;
+		for (struct dirent *e; (e = readdir(d));)
+			fds += e->d_name[0] != '.';
+		closedir(d);
+		header(fp, "process_open_fds", "open file descriptors", "gauge");
+		fprintf(fp, "process_open_fds %lu\n", fds ? fds - 1 : 0); /* less the one reading the directory */
+	}
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		header(fp, "process_max_fds", "the limit on open file descriptors (RLIMIT_NOFILE)", "gauge");
+		if (rl.rlim_cur == RLIM_INFINITY)
+			fprintf(fp, "process_max_fds +Inf\n");
+		else
+			fprintf(fp, "process_max_fds %llu\n", (unsigned long long)rl.rlim_cur);
+	}
 }
 
 /* A table over `n` elements spaced `stride` apart, element i labelled
@@ -63,6 +150,10 @@ static void table(FILE *fp, const char *prefix, const struct vb_metric *t, size_
 		header(fp, name, t[r].help, t[r].kind == VB_METRIC_COUNTER ? "counter" : "gauge");
 		for (unsigned i = 0; i < n; i++) {
 			const void *el = (const char *)base + (size_t)i * stride;
+			if (t[r].states) {
+				state_set(fp, name, &t[r], el, label, values ? values[i] : NULL, i);
+				continue;
+			}
 			if (!label)
 				fputs(name, fp);
 			else if (values)
@@ -151,4 +242,5 @@ void vctl__prom_write(struct vctl *ctl, FILE *fp)
 	}
 	free(hs);
 	table(fp, "control", vctl_metrics, vctl_metrics_n, &s->ctl, 0, 1, NULL, NULL);
+	process_metrics(fp);
 }

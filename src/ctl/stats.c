@@ -33,7 +33,7 @@ const struct vb_metric vctl_reload_metrics[] = {
 #undef R
 const size_t vctl_reload_metrics_n = sizeof(vctl_reload_metrics) / sizeof(vctl_reload_metrics[0]);
 static const struct vb_metric reload_result_row[] = {
-	{ "reloads", VB_METRIC_COUNTER, "", "configuration reloads (SIGHUP, systemctl reload, voltctl reload) by result", 0 },
+	{ "reloads", VB_METRIC_COUNTER, "", "configuration reloads (SIGHUP, systemctl reload, voltctl reload) by result", 0, NULL },
 };
 static const size_t reload_result_rows = 1;
 static const char *const reload_results[VCTL_RELOAD_RESULTS] = { "ok", "refused" };

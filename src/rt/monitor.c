@@ -65,24 +65,22 @@
 #define MON_DEEP_MS 10000u /* sleep while every worker is parked (a safety bound) */
 #define STALL_WARN_MAX_MS 3600000u
 
+const char *const vrt_worker_state_names[] = {
+	[VRT_WS_RUNNING] = "running", [VRT_WS_SEARCHING] = "searching", [VRT_WS_PARKED] = "parked", NULL,
+};
+
+const char *const vrt_stall_kind_names[] = {
+	[VRT_STALL_NONE] = "none", [VRT_STALL_SPINNING] = "spinning", [VRT_STALL_BLOCKED] = "blocked", NULL,
+};
+
 const char *vrt_worker_state_name(enum vrt_worker_state s)
 {
-	switch (s) {
-	case VRT_WS_RUNNING: return "running";
-	case VRT_WS_SEARCHING: return "searching";
-	case VRT_WS_PARKED: return "parked";
-	}
-	return "?";
+	return (unsigned)s <= VRT_WS_PARKED ? vrt_worker_state_names[s] : "?";
 }
 
 const char *vrt_stall_kind_name(enum vrt_stall_kind k)
 {
-	switch (k) {
-	case VRT_STALL_NONE: return "none";
-	case VRT_STALL_SPINNING: return "spinning";
-	case VRT_STALL_BLOCKED: return "blocked";
-	}
-	return "?";
+	return (unsigned)k <= VRT_STALL_BLOCKED ? vrt_stall_kind_names[k] : "?";
 }
 
 /* --------------------------------------------------------- worker side */

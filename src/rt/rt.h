@@ -246,6 +246,8 @@ enum vrt_worker_state {
 	VRT_WS_PARKED = 2,    /* asleep (futex or the I/O driver's wait) */
 };
 const char *vrt_worker_state_name(enum vrt_worker_state s);
+/* The names by value, NULL-terminated (the metric table's state set). */
+extern const char *const vrt_worker_state_names[];
 
 /* Why the monitor thinks a worker is stuck (DESIGN.md section 6). */
 enum vrt_stall_kind {
@@ -254,6 +256,7 @@ enum vrt_stall_kind {
 	VRT_STALL_BLOCKED = 2,  /* the thread sleeps in one poll (a blocking call) */
 };
 const char *vrt_stall_kind_name(enum vrt_stall_kind k);
+extern const char *const vrt_stall_kind_names[];
 
 /* Counters since vrt_new; each worker writes its own, a snapshot reads them
  * one by one (not an atomic picture of the whole runtime). Every field is a

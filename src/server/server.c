@@ -680,10 +680,10 @@ const size_t vsrv_metrics_n = VB_ARRAY_SIZE(vsrv_metrics);
 #undef S
 
 static const struct vb_metric responses_row[] = {
-	{ "responses", VB_METRIC_COUNTER, "", "responses sent, by status class", 0 },
+	{ "responses", VB_METRIC_COUNTER, "", "responses sent, by status class", 0, NULL },
 };
 static const struct vb_metric in_flight_row[] = {
-	{ "in_flight", VB_METRIC_GAUGE, "", "requests in this stage now", 0 },
+	{ "in_flight", VB_METRIC_GAUGE, "", "requests in this stage now", 0, NULL },
 };
 static const size_t one_row = 1;
 static const char *const code_values[] = { "1xx", "2xx", "3xx", "4xx", "5xx" };

@@ -297,3 +297,55 @@ def test_accept_pauses_for_want_of_fds_are_counted(backend, tmp_path):
         p.terminate()
         assert p.wait(timeout=20) == 0
         log.close()
+
+
+def samples(text):
+    """Prometheus text -> {'name{labels}': float} (HELP/TYPE lines skipped)."""
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, val = line.rsplit(" ", 1)
+            out[key] = float(val)
+    return out
+
+
+def test_metrics_follow_prometheus_conventions(voltd):
+    """Issue 18 item 7: the standard process_* families, byte counters
+    named with their unit (_bytes_total), states as labelled gauges (one
+    series per state, 1 for the current one) instead of numeric codes; and
+    promtool still accepts the text."""
+    if not shutil.which("promtool"):
+        pytest.skip("promtool not found: install the Debian package prometheus")
+    t0 = time.time()
+    d = voltd("-s", "scheduler.workers=2")
+    assert request(d.port, "POST", "/v1/echo", body=b"0123456789").status == 200
+    # CPU the process must have used (the kernel counts it in 10 ms ticks)
+    assert request(d.port, "GET", "/v1/spin?n=50000000").status == 200
+    text = ctl(d, "metrics")["text"]
+    r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr
+    s = samples(text)
+    for fam, typ in [("process_cpu_seconds_total", "counter"), ("process_resident_memory_bytes", "gauge"),
+                     ("process_virtual_memory_bytes", "gauge"), ("process_open_fds", "gauge"),
+                     ("process_max_fds", "gauge"), ("process_start_time_seconds", "gauge")]:
+        assert "# TYPE %s %s\n" % (fam, typ) in text, fam
+    with open("/proc/%d/limits" % d.proc.pid) as f:
+        soft = [line.split()[3] for line in f if line.startswith("Max open files")][0]
+    assert s["process_max_fds"] == float(soft)
+    nfd = len(os.listdir("/proc/%d/fd" % d.proc.pid))
+    assert 3 <= s["process_open_fds"] <= s["process_max_fds"] and abs(s["process_open_fds"] - nfd) <= 4, (s, nfd)
+    assert s["process_resident_memory_bytes"] > 1 << 20 and s["process_virtual_memory_bytes"] > s[
+        "process_resident_memory_bytes"]
+    assert s["process_cpu_seconds_total"] >= 0.01, s["process_cpu_seconds_total"]
+    assert t0 - 2 <= s["process_start_time_seconds"] <= time.time() + 1, (t0, s["process_start_time_seconds"])
+    # bytes: the unit is the suffix
+    assert s["voltd_server_received_bytes_total"] > 0 and s["voltd_server_sent_bytes_total"] > 0
+    assert 'voltd_io_received_bytes_total{worker="0"}' in s and 'voltd_io_sent_bytes_total{worker="1"}' in s
+    assert not any(k.startswith(("voltd_server_bytes_", "voltd_io_bytes_")) for k in s), sorted(s)[:20]
+    # states: one series per state, exactly one of them 1, per worker
+    for w in ("0", "1"):
+        for fam, states in [("voltd_worker_state", ["running", "searching", "parked"]),
+                            ("voltd_worker_stall", ["none", "spinning", "blocked"])]:
+            vals = [s['%s{worker="%s",state="%s"}' % (fam, w, st)] for st in states]
+            assert sorted(vals) == [0, 0, 1], (fam, w, vals)
+            assert '%s{worker="%s"}' % (fam, w) not in s
