@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from httputil import Reader, connect, raw_exchange, req_bytes, reset, stop, voltd, backend  # noqa: F401
+from httputil import (ASAN, Reader, connect, fd_count, raise_nofile, raw_exchange, req_bytes,  # noqa: F401
+                      reset, rss_kb, stop, voltd, backend)
 
 
 def timed_request(port, target, timeout=30):
@@ -119,27 +120,7 @@ def test_send_timeout_spares_a_slow_steady_reader(voltd):
 
 # ------------------------------------------------------ idle connections
 
-def rss_kb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    raise AssertionError("no VmRSS")
-
-
-def raise_nofile(n):
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = min(max(soft, n), hard) if hard != resource.RLIM_INFINITY else max(soft, n)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-    return want
-
-
 IDLE_CONNS = int(os.environ.get("VOLTD_IDLE_CONNS", "5000"))
-# In the ASan build RSS measures ASan's allocator (its quarantine keeps
-# freed memory, it ignores mallopt and malloc_trim): the memory cases run
-# there for the memory errors they may find, and assert RSS figures only in
-# the other builds.
-ASAN = "asan" in os.path.basename(os.path.normpath(os.environ.get("VOLTD_BUILDDIR", "")))
 
 
 def test_idle_keepalive_connections_hold_no_buffers(voltd):
@@ -449,10 +430,6 @@ class Load:
         for t in self.threads:
             t.join(30)
         return self
-
-
-def fd_count(pid):
-    return len(os.listdir("/proc/%d/fd" % pid))
 
 
 def cpu_s(pid):
