@@ -26,6 +26,21 @@ EXTRA_DIST += \
 	tests/integration/test_adversarial.py \
 	tests/integration/test_seam.py
 
+# The fault suite (tests/fault, issue 17): network faults (namespaces, loss,
+# a rate-limited link), client faults (resets, half-closes, cut pipelines),
+# server faults (fd limit, in-flight budget, reload and drain); every byte
+# checked, the books closed after each case. Both backends, every build
+# that runs `make check`.
+FAULT_TESTS = \
+	tests/fault/test_network_faults.py \
+	tests/fault/test_client_faults.py \
+	tests/fault/test_server_faults.py
+TESTS += $(FAULT_TESTS)
+EXTRA_DIST += $(FAULT_TESTS) tests/fault/faultutil.py tests/fault/netclient.py
+check-fault: voltd$(EXEEXT)
+	$(MAKE) $(AM_MAKEFLAGS) check-TESTS TESTS='$(FAULT_TESTS)'
+.PHONY: check-fault
+
 # The connection-object pool under concurrent take / give back.
 check_PROGRAMS += tests/unit/test_server_pool
 TESTS += tests/unit/test_server_pool
