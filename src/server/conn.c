@@ -275,6 +275,7 @@ static void on_request(struct vsrv_conn *c, struct vhttp_request *req, int64_t n
 	int rc;
 
 	VSRV_INC(srv, requests);
+	vsrv__access_note(c, seq, req->method_name, req->target, req->target_len);
 	switch (vjob_route(req->path, req->path_len, req->method_name, &kind)) {
 	case VJOB_ROUTE_NOT_FOUND:
 		vsrv__respond_status(c, seq, 404, req->version_minor, close, srv->kind_other, head_only,
@@ -947,6 +948,7 @@ static void conn_drop(struct vrt_task *t)
 	if (c->out)
 		vsrv__batch_free_jobs(srv, c->out);
 	free(c->out);
+	free(c->alog);
 	vhttp_parser_free(c->parser);
 	free((void *)c->slots);
 	vsrv__conn_dealloc(srv, c);

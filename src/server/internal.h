@@ -142,6 +142,7 @@ struct vsrv_batch {
 	uint8_t kind[VSRV_BATCH];
 	uint16_t status[VSRV_BATCH];
 	int64_t t0[VSRV_BATCH];
+	uint32_t len[VSRV_BATCH];         /* bytes of each response (access log) */
 	unsigned continues;               /* 100 Continue lines in buf */
 	bool close_after;                 /* a response in it says close */
 	size_t bytes;
@@ -217,6 +218,9 @@ struct vsrv_conn {
 	struct vio_timer tmr;  /* header/body/idle/send deadlines, lazily armed */
 	const char *close_reason; /* for the log, when requests are dropped */
 	struct vsrv_batch *out; /* taken for a response, given back when idle */
+	/* The access log's request lines, by seq & slot_mask: allocated the
+	 * first time a request arrives with log.access on; freed by drop. */
+	struct vsrv_access *alog;
 	char ibuf[VSRV_IBUF];  /* reads while there is no parser; lingering */
 };
 
@@ -279,6 +283,7 @@ struct vsrv {
 	struct {
 		_Atomic uint32_t header_timeout_ms, body_timeout_ms, idle_timeout_ms;
 		_Atomic uint32_t send_timeout_ms, retry_after_s;
+		_Atomic bool access_log;
 		_Atomic uint64_t spin_max_n, sleep_max_ms;
 	} live;
 	struct vrt *rt;
@@ -425,6 +430,10 @@ bool vsrv__batch_get(struct vsrv_conn *c);
 /* Take the next responses in order from the slots (and a 100 Continue
  * owed); true when the 100 Continue went in. */
 bool vsrv__batch_collect(struct vsrv_conn *c);
+/* log.access on: note request seq's method and target for the line its
+ * response will log (a no-op when off). */
+void vsrv__access_note(struct vsrv_conn *c, uint64_t seq, const char *method, const char *target,
+		       size_t target_len);
 /* The batch went out whole: count, free, advance sent_seq. */
 void vsrv__batch_done(struct vsrv_conn *c, int64_t now);
 void vsrv__batch_free_jobs(struct vsrv *srv, struct vsrv_batch *b);

@@ -16,9 +16,11 @@ TESTS += \
 	tests/integration/test_http_timeouts.py \
 	tests/integration/test_http_load.py \
 	tests/integration/test_adversarial.py \
-	tests/integration/test_seam.py
+	tests/integration/test_seam.py \
+	tests/integration/test_access_log.py
 EXTRA_DIST += \
 	tests/integration/httputil.py \
+	tests/integration/test_access_log.py \
 	tests/integration/test_http_routes.py \
 	tests/integration/test_http_protocol.py \
 	tests/integration/test_http_timeouts.py \

@@ -3,8 +3,9 @@
  * server/output.c: the output side of a connection: the send batch (one
  * sendv of consecutive responses, heads and bodies as iovecs, answers the
  * server makes itself copied into the batch's own buffer), its collection
- * in request order from the reorder slots, and the answers of the parse
- * stage (/healthz, errors, 408, shed 503).
+ * in request order from the reorder slots, the answers of the parse
+ * stage (/healthz, errors, 408, shed 503), and the access log (log.access:
+ * a line per response once its batch went out).
  *
  * Threading: everything here runs in the connection's task (task-private
  * state of struct vsrv_conn); the slots are shared with the writers under
@@ -12,8 +13,10 @@
  */
 #include "config.h"
 #include "server/internal.h"
+#include "base/log.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,10 +43,11 @@ static void batch_add_raw(struct vsrv_conn *c, size_t n)
 }
 
 static void batch_meta(struct vsrv_conn *c, struct vsrv_job *job, unsigned kind, int status,
-		       int64_t t0, bool close)
+		       int64_t t0, bool close, size_t len)
 {
 	struct vsrv_batch *b = c->out;
 
+	b->len[b->n] = (uint32_t)(len < UINT32_MAX ? len : UINT32_MAX);
 	b->jobs[b->n] = job;
 	b->kind[b->n] = (uint8_t)kind;
 	b->status[b->n] = (uint16_t)status;
@@ -63,7 +67,7 @@ static void batch_add_job(struct vsrv_conn *c, struct vsrv_job *job)
 						    .iov_len = job->body_len };
 		b->bytes += job->body_len;
 	}
-	batch_meta(c, job, job->kind, job->status, job->t0, job->close);
+	batch_meta(c, job, job->kind, job->status, job->t0, job->close, job->head_len + job->body_len);
 }
 
 void vsrv__batch_free_jobs(struct vsrv *srv, struct vsrv_batch *b)
@@ -85,6 +89,45 @@ void vsrv__batch_reset(struct vsrv_batch *b)
 	b->buf_len = 0;
 }
 
+/* ------------------------------------------------------ the access log */
+
+/* One request's part of its access line. */
+struct vsrv_access {
+	char method[8];
+	char target[120]; /* cut at 119 bytes */
+};
+
+void vsrv__access_note(struct vsrv_conn *c, uint64_t seq, const char *method, const char *target,
+		       size_t target_len)
+{
+	/* Relaxed: a setting on its own (server.c's Ordering block). */
+	if (!atomic_load_explicit(&c->srv->live.access_log, memory_order_relaxed))
+		return;
+	if (!c->alog && !(c->alog = calloc((size_t)c->slot_mask + 1, sizeof(*c->alog))))
+		return; /* no memory: the line says "-" */
+	struct vsrv_access *a = &c->alog[seq & c->slot_mask];
+	snprintf(a->method, sizeof(a->method), "%s", method);
+	snprintf(a->target, sizeof(a->target), "%.*s", (int)target_len, target);
+}
+
+/* The access lines of a batch that went out (its first response is
+ * request sent_seq): through the log sink at info, in request order. A
+ * response without a noted request (a parse error, or noted before
+ * log.access was on) says "-" for method and target. */
+static void access_log(struct vsrv_conn *c, const struct vsrv_batch *b, int64_t now)
+{
+	int worker = vrt_worker_id();
+
+	for (unsigned i = 0; i < b->n; i++) {
+		struct vsrv_access *a = c->alog ? &c->alog[(c->sent_seq + i) & c->slot_mask] : NULL;
+		vb_info("access: %s %s %d %u bytes %.3f ms worker %d", a && *a->method ? a->method : "-",
+			a && *a->method ? a->target : "-", (int)b->status[i], (unsigned)b->len[i],
+			(double)(now - b->t0[i]) / 1e6, worker);
+		if (a)
+			a->method[0] = '\0';
+	}
+}
+
 /* The batch went out whole. */
 void vsrv__batch_done(struct vsrv_conn *c, int64_t now)
 {
@@ -93,6 +136,9 @@ void vsrv__batch_done(struct vsrv_conn *c, int64_t now)
 
 	for (unsigned i = 0; i < b->n; i++)
 		vsrv__count_response(srv, b->kind[i], b->status[i], b->t0[i], now);
+	/* Relaxed: a setting on its own (server.c's Ordering block). */
+	if (b->n && atomic_load_explicit(&srv->live.access_log, memory_order_relaxed))
+		access_log(c, b, now);
 	vsrv__batch_free_jobs(srv, b);
 	if (b->continues)
 		VSRV_ADD(srv, continues, b->continues);
@@ -181,7 +227,7 @@ void vsrv__respond(struct vsrv_conn *c, uint64_t seq, struct vhttp_response *r,
 		}
 		if (n >= 0) {
 			batch_add_raw(c, (size_t)n);
-			batch_meta(c, NULL, kind, r->status, t0, r->close);
+			batch_meta(c, NULL, kind, r->status, t0, r->close, (size_t)n);
 			c->collect_seq++;
 			vjob_free(vj);
 			return;

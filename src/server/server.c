@@ -488,6 +488,7 @@ int vsrv_set_live(struct vsrv *srv, const struct vsrv_config *cfg)
 	atomic_store_explicit(&srv->live.retry_after_s, cfg->retry_after_s, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.spin_max_n, cfg->spin_max_n, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.sleep_max_ms, cfg->sleep_max_ms, memory_order_relaxed);
+	atomic_store_explicit(&srv->live.access_log, cfg->access_log, memory_order_relaxed);
 	return 0;
 }
 

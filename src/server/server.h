@@ -69,6 +69,8 @@ struct vsrv_config {
 	unsigned jobs_capacity, replies_capacity;
 	enum vsrv_on_full on_full;
 	unsigned retry_after_s;
+	/* log.access: a log line per response sent (live) */
+	bool access_log;
 	uint64_t spin_max_n;
 	unsigned sleep_max_ms;
 	unsigned slice_us;

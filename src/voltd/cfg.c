@@ -148,6 +148,8 @@ static const struct vcfg_key schema[] = {
 	/* [log] */
 	{ "log", "level", VCFG_ENUM, "info", 0, 0, VCFG_F_LIVE, level_names, F(log.level),
 	  "lowest level logged: err, warning, notice, info or debug" },
+	{ "log", "access", VCFG_BOOL, "off", 0, 1, VCFG_F_LIVE, NULL, F(server.access_log),
+	  "a line per response at level info: method, target, status, bytes, duration, worker" },
 };
 
 static_assert(VB_ARRAY_SIZE(schema) <= VCFG_MAX_KEYS, "raise VCFG_MAX_KEYS");
