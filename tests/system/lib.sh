@@ -33,6 +33,14 @@ show() {
 	return "$rc"
 }
 
+# show_fails CMD...: show CMD, which must fail (exit non-zero).
+show_fails() {
+	local rc=0
+	show "$@" || rc=$?
+	[ "$rc" -ne 0 ] || fail "$* exited 0"
+	note "exit $rc, as it must"
+}
+
 note() { printf '  %s\n' "$*"; }
 fail() { printf '  FAILED: %s\n' "$*"; exit 1; }
 skip() { printf '  SKIPPED: %s\n' "$*"; exit 77; }

@@ -6,7 +6,8 @@
 ct curl -sS --max-time 30 -w '\nhttp=%{http_code} time=%{time_total}s\n' \
 	'http://127.0.0.1:8080/v1/sleep?ms=3000' >"$SYSTEST_STATE/slow.out" 2>&1 &
 slow=$!
-in_flight() { ct voltctl stats server | awk '$1 == "conns_open" { exit !($2 >= 1) }'; }
+# The request is in the exec stage (its sleep) before the stop.
+in_flight() { ct voltctl stats server | awk '/^ *in_flight$/ { f = 1 } f && $1 == "exec" { n = $2; exit } END { exit !(n >= 1) }'; }
 wait_for 10 in_flight || fail "the slow request never reached voltd"
 mark=$(journal_mark)
 s=$(date +%s%N)
