@@ -147,6 +147,11 @@ static json_t *cmd_ping(struct vctl *ctl, const struct vctl_peer *peer, int argc
 {
 	json_object_set_new(r, "pid", json_integer(getpid()));
 	json_object_set_new(r, "uptime_seconds", json_real((double)(vb_now_ns() - ctl->start_ns) / 1e9));
+	/* What a load balancer sees: ready, drained (drain), or stopping. */
+	if (ctl->srv)
+		json_object_set_new(r, "state", json_string(vsrv_draining(ctl->srv) ? "stopping" :
+							   vsrv_ready(ctl->srv)	   ? "ready" :
+											     "draining"));
 	return NULL;
 }
 

@@ -325,6 +325,8 @@ def test_drain_shows_in_stats_metrics_and_top(daemon):
     def seen(on):
         srv = ctl(d, "stats server")["server"]
         assert srv["draining"] == on and srv["stopping"] == 0, srv
+        pong = ctl(d, "ping")
+        assert pong["state"] == ("draining" if on else "ready"), pong
         for text in (ctl(d, "metrics")["text"], scrape()):
             assert "\nvoltd_server_draining %d\n" % on in text, text
         out = subprocess.run(top, capture_output=True, text=True, timeout=30).stdout
