@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "ctl/ctl.h"
 #include "io/io.h"
@@ -68,6 +69,7 @@ struct vctl {
 	/* control thread only: the latest snapshot, the `clear counters` one */
 	struct vctl_snap snap, base;
 	bool have_base;
+	time_t cleared_at;  /* when base was taken (Unix seconds) */
 	int64_t start_ns;   /* for uptime */
 	/* control thread only */
 	struct vctl_client **clients;

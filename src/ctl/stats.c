@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 const char *const vctl__stats_sections[] = {
 	"build", "io", "runtime", "workers", "server", "channels", "kinds", "control", "config", NULL,
@@ -270,6 +271,10 @@ int vctl__stats_json(struct vctl *ctl, const char *section, json_t *reply)
 	}
 #define WANT(name) (all || strcmp(section, name) == 0)
 	json_object_set_new(reply, "cleared", json_boolean(b != NULL));
+	/* Unix seconds: when this snapshot and the `clear counters` one were taken. */
+	json_object_set_new(reply, "time", json_integer((json_int_t)time(NULL)));
+	if (b)
+		json_object_set_new(reply, "cleared_at", json_integer((json_int_t)ctl->cleared_at));
 	if (WANT("build"))
 		json_object_set_new(reply, "build", section_build(ctl));
 	if (WANT("io"))
@@ -344,6 +349,8 @@ out:
 
 void vctl__stats_clear(struct vctl *ctl)
 {
-	if (vctl__snap_take(ctl, &ctl->base) == 0)
+	if (vctl__snap_take(ctl, &ctl->base) == 0) {
 		ctl->have_base = true;
+		ctl->cleared_at = time(NULL);
+	}
 }

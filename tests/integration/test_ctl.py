@@ -364,3 +364,17 @@ def test_every_change_is_audited_whatever_the_log_level(daemon, shared):
     assert "audit: " + me + ": stats" not in log and ": ping:" not in log  # reads are not audited
     # the level did silence the ordinary notice of the same set
     assert "control: set scheduler.budget = 100" not in log, log
+
+
+def test_stats_say_when_they_were_taken_and_cleared(daemon):
+    """D16: stats carry the time of the snapshot and, after `clear
+    counters`, when the counters were cleared (Unix seconds), so rates can
+    be computed from two replies."""
+    t0 = int(time.time())
+    d = daemon()
+    r = ctl(d, "stats runtime")
+    assert r["cleared"] is False and "cleared_at" not in r, r
+    assert t0 - 1 <= r["time"] <= time.time() + 1, r
+    assert ctl(d, "clear counters")["ok"]
+    r = validator(d)(ctl(d, "stats runtime"))
+    assert r["cleared"] is True and t0 - 1 <= r["cleared_at"] <= r["time"] <= time.time() + 1, r

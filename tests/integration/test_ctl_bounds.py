@@ -95,7 +95,7 @@ def test_nul_and_control_bytes_are_an_error_not_a_truncation(daemon):
         # tab separates words; a trailing CR is part of the line ending
         c.sock.sendall(b"stats\tserver\r\n")
         r = json.loads(c.line())
-        assert r["ok"] and set(r) == {"schema", "ok", "cleared", "server"}, r
+        assert r["ok"] and set(r) == {"schema", "ok", "cleared", "time", "server"}, r
 
 
 def test_metrics_listen_answers_a_head_ended_by_bare_lf(daemon):
