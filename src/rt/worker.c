@@ -665,6 +665,9 @@ void *vrt__worker_main(void *arg)
 	vrt__reload_tunables(w);
 	w->interval = vrt__global_interval(0, w->gi_min, w->gi_max);
 	w->gi_countdown = w->interval;
+	/* relaxed: single-writer statistics; shown from the start, not 0
+	 * until the first adaptation. */
+	atomic_store_explicit(&w->c.global_interval, w->interval, memory_order_relaxed);
 	w->io_countdown = rt->ops->poll ? rt->io_poll_interval : 0;
 
 	while ((t = find_work(w)) != NULL)

@@ -378,3 +378,12 @@ def test_stats_say_when_they_were_taken_and_cleared(daemon):
     assert ctl(d, "clear counters")["ok"]
     r = validator(d)(ctl(d, "stats runtime"))
     assert r["cleared"] is True and t0 - 1 <= r["cleared_at"] <= r["time"] <= time.time() + 1, r
+
+
+def test_global_interval_is_in_its_range_from_the_start(daemon):
+    """D16: a worker that has not adapted its global interval yet shows the
+    value it uses (within global_interval_min..max), not 0."""
+    d = daemon("-s", "scheduler.workers=2", "-s", "scheduler.global_interval_min=3",
+               "-s", "scheduler.global_interval_max=40")
+    for w in ctl(d, "stats workers")["workers"]:
+        assert 3 <= w["global_interval"] <= 40, w
