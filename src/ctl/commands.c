@@ -199,10 +199,11 @@ static json_t *cmd_metrics(struct vctl *ctl, const struct vctl_peer *peer, int a
 {
 	char *text = NULL;
 	size_t len = 0;
-	FILE *fp = open_memstream(&text, &len);
+	FILE *fp;
 
 	if (argc != 1)
 		return vctl__error("usage", "usage: metrics");
+	fp = open_memstream(&text, &len);
 	if (!fp)
 		return vctl__error("internal", "out of memory");
 	vctl__prom_write(ctl, fp);
