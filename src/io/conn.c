@@ -390,32 +390,54 @@ enum vrt_poll vio_conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *
 /* -------------------------------------------- owner side of multishot */
 
 /*
- * Fair shares of the worker's provided buffers: while more than half of
- * them are out (rx_squeeze), a connection that has not taken its previous
- * buffer yet (its task is not reading) keeps the new bytes in a heap copy
- * and the provided buffer goes back to the ring at once, and it may queue
- * only 2 before its multishot stops. Connections that send and never read
- * then cannot corner the ring and push every other connection of the
- * worker onto the ENOBUFS path (issue 12). Owner worker only.
+ * Fair shares of the worker's provided buffers: while half of them or more
+ * are out (rx_squeeze), every buffer that arrives becomes a heap copy and
+ * the provided buffer goes back to the ring at once, and a connection may
+ * queue only 2 before its multishot stops. Connections whose task is not
+ * reading (a client that sends and never reads) then hold at most the half
+ * of the ring they took before the squeeze, and can no longer push every
+ * other connection of the worker onto the ENOBUFS path (issue 12, review
+ * finding 4: 200 such connections held 256 of 256). A reading connection
+ * pays a copy while the squeeze lasts. The copies are charged to the heap
+ * budget (vio_set_heap_budget: the server's max_inflight_bytes); a copy
+ * that would pass it is not made and the provided buffer is kept, so the
+ * heap stays within the budget and the ring is the fixed reserve beyond it
+ * (reading connections then fall back to plain receives; nothing is
+ * lost). Owner worker only.
  */
-static struct vio_buf *rx_fair(struct vio_worker *w, struct vio_conn *c, struct vio_buf *b,
-			       uint32_t *limit)
+static struct vio_buf *rx_fair(struct vio_worker *w, struct vio_buf *b, uint32_t *limit)
 {
+	struct vio *io = w->io;
 	struct vio_buf *h;
+	int64_t len = (int64_t)b->len, cur;
 
-	/* Relaxed: the owner's own gauge; the queue count is a heuristic. */
-	if (atomic_load_explicit(&w->st.bufs_out, memory_order_relaxed) < w->io->rx_squeeze)
+	/* Relaxed: the owner's own gauge. */
+	if (atomic_load_explicit(&w->st.bufs_out, memory_order_relaxed) < io->rx_squeeze || !b->w)
 		return b;
 	*limit = 2;
-	if (!atomic_load_explicit(&c->rx_queued, memory_order_relaxed) || !b->w)
-		return b;
+	/* Relaxed: a budget count, shared with the server's bodies; the
+	 * bytes themselves are published by the inbox push ([C1]). A CAS so
+	 * that io's own charges never take it past the budget, even for a
+	 * moment. */
+	cur = atomic_load_explicit(io->heap_used, memory_order_relaxed);
+	do {
+		if (cur + len > io->heap_max) {
+			VIO_STAT_INC(w, rx_copy_refused);
+			return b; /* over budget: the provided buffer stays */
+		}
+	} while (!atomic_compare_exchange_weak_explicit(io->heap_used, &cur, cur + len,
+							memory_order_relaxed, memory_order_relaxed));
 	h = malloc(sizeof(*h) + b->len);
-	if (!h)
+	if (!h) {
+		atomic_fetch_sub_explicit(io->heap_used, len, memory_order_relaxed);
 		return b; /* keep the provided buffer: the throttle still holds */
+	}
 	memcpy(h + 1, vio__buf_data(b), b->len);
 	h->w = NULL;
+	h->charged = io->heap_used;
 	h->len = b->len;
 	h->bid = 0;
+	VIO_STAT_INC(w, rx_copies);
 	vio__buf_release(w, b);
 	return h;
 }
@@ -431,7 +453,7 @@ void vio__conn_rx_push(struct vio_worker *w, struct vio_conn *c, struct vio_buf 
 		vio__buf_release(w, b);
 		return;
 	}
-	b = rx_fair(w, c, b, &limit);
+	b = rx_fair(w, b, &limit);
 	head = atomic_load_explicit(&c->inbox, memory_order_relaxed);
 	do {
 		b->next = head;

@@ -220,6 +220,8 @@ void vio__buf_release(struct vio_worker *self, struct vio_buf *b)
 	struct vio_buf *head;
 
 	if (!w) { /* a heap copy (rx_push under squeeze) */
+		/* Relaxed: a budget count; the bytes are ours until free. */
+		atomic_fetch_sub_explicit(b->charged, (int64_t)b->len, memory_order_relaxed);
 		free(b);
 		return;
 	}
@@ -285,6 +287,9 @@ int vio_new(const struct vio_config *cfg, unsigned workers, struct vio **out)
 	io->nworkers = workers;
 	pthread_mutex_init(&io->mu, NULL);
 	atomic_init(&io->ms_recv_broken, false);
+	atomic_init(&io->heap_own, 0);
+	io->heap_used = &io->heap_own;
+	io->heap_max = INT64_MAX;
 	atomic_init(&io->ms_accept_broken, !cfg->accept_multishot);
 	/* A connection may hold an eighth of its worker's buffers (at
 	 * least 2) before its multishot receive stops until it reads. */
@@ -348,6 +353,19 @@ err_free:
 	return r;
 }
 
+void vio_set_heap_budget(struct vio *io, _Atomic int64_t *used, int64_t max)
+{
+	io->heap_used = used ? used : &io->heap_own;
+	io->heap_max = max > 0 ? max : INT64_MAX;
+}
+
+int64_t vio_heap_charged(const struct vio *io)
+{
+	/* Relaxed: a gauge. With the server's budget this is the server's
+	 * whole count (bodies too). */
+	return atomic_load_explicit(io->heap_used, memory_order_relaxed);
+}
+
 const char *vio_backend_name(const struct vio *io)
 {
 	return io->be->name;
@@ -391,6 +409,8 @@ const struct vb_metric vio_worker_metrics[] = {
 	VB_METRIC_AS(struct vio_worker_stats, send_bytes, "bytes_out", VB_METRIC_COUNTER, "bytes",
 		     "bytes sent"),
 	W(send_partial, VB_METRIC_COUNTER, "sends the kernel took only in part"),
+	W(rx_copies, VB_METRIC_COUNTER, "received buffers copied to the heap while half the provided buffers were out"),
+	W(rx_copy_refused, VB_METRIC_COUNTER, "such copies not made because the heap budget (max_inflight_bytes) was reached"),
 	W(accepts, VB_METRIC_COUNTER, "connections accepted"),
 	W(accept_pauses, VB_METRIC_COUNTER, "listener pauses for want of file descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM)"),
 	W(accept_errors, VB_METRIC_COUNTER, "listener pauses after any other accept error"),

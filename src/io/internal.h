@@ -85,6 +85,7 @@ struct vio_buf {
 	struct vio_buf *next;    /* inbox / rx queue / return-stack link */
 	struct vio_worker *w;    /* ring it belongs to; NULL: a heap copy whose
 				  * bytes follow the struct (see rx_push) */
+	_Atomic int64_t *charged; /* heap copy: the budget its len is charged to */
 	uint32_t len;            /* bytes received into it */
 	uint16_t bid;
 };
@@ -219,7 +220,7 @@ extern uint32_t vio__uring_test_eagain_permille;
 #define VIO_STATS_U64(X) \
 	X(submitted) X(completed) X(immediate) X(cancels) \
 	X(recv_multishot_arms) X(recv_enobufs) X(recv_plain) X(eagain_retries) \
-	X(recv_bytes) X(send_bytes) X(send_partial) \
+	X(recv_bytes) X(send_bytes) X(send_partial) X(rx_copies) X(rx_copy_refused) \
 	X(accepts) X(accept_pauses) X(accept_errors) X(accept_rearms) X(timers_fired) \
 	X(parks) X(park_wakeups_io) X(sq_full) X(cq_overflow) X(flushes) \
 	X(migrations)
@@ -279,6 +280,12 @@ struct vio {
 	bool pbuf_ok;                     /* provided-buffer rings can be registered */
 	uint32_t rx_throttle;             /* buffers a connection may hold before its multishot stops */
 	uint32_t rx_squeeze;              /* buffers out per worker above which connections get fair shares */
+	/* Heap copies of received bytes (fair shares, conn.c rx_fair) are
+	 * charged to *heap_used, at most heap_max (vio_set_heap_budget; by
+	 * default heap_own, unbounded). */
+	_Atomic int64_t *heap_used;
+	int64_t heap_max;
+	_Atomic int64_t heap_own;
 	_Atomic bool ms_recv_broken;      /* kernel refused multishot recv: plain from now on (relaxed flag) */
 	_Atomic bool ms_accept_broken;    /* same for multishot accept */
 	pthread_mutex_t mu;               /* guards listeners */

@@ -75,6 +75,19 @@ struct vio_config {
  * with backend=uring, the io_uring setup error). */
 int vio_new(const struct vio_config *cfg, unsigned workers, struct vio **out);
 
+/* Bytes that io holds on the heap for connections whose task is not
+ * reading (while more than half of a worker's provided buffers are out,
+ * received bytes are copied so that the ring stays available: see
+ * doc/ARCHITECTURE.md) are charged to *used (added, and subtracted when
+ * the task takes them), and no copy is made that would take *used past
+ * max: the provided buffer is kept instead. The server passes its
+ * max_inflight_bytes budget, so these bytes count with request and reply
+ * bodies. Default: an own counter, no bound. Before any connection is
+ * served (the listeners' set-up orders it before the workers' reads). */
+void vio_set_heap_budget(struct vio *io, _Atomic int64_t *used, int64_t max);
+/* Bytes charged by io to its heap budget now (any thread). */
+int64_t vio_heap_charged(const struct vio *io);
+
 /* The hooks to put in vrt_config.park_ops / park_ctx. */
 void vio_park_ops(struct vio *io, const struct vrt_park_ops **ops, void **ctx);
 
@@ -257,6 +270,7 @@ struct vio_worker_stats {
 	uint64_t cancels;          /* cancellations issued */
 	uint64_t recv_multishot_arms, recv_enobufs, recv_plain, eagain_retries;
 	uint64_t recv_bytes, send_bytes, send_partial;
+	uint64_t rx_copies, rx_copy_refused; /* fair-share heap copies made / refused (budget) */
 	uint64_t accepts, accept_pauses, accept_errors, accept_rearms;
 	uint64_t timers_fired;
 	uint64_t parks, park_wakeups_io;

@@ -361,6 +361,9 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 	atomic_init(&srv->inflight, 0);
 	srv->inflight_max = cfg->max_inflight_bytes && cfg->max_inflight_bytes < INT64_MAX
 				    ? (int64_t)cfg->max_inflight_bytes : INT64_MAX;
+	/* Received bytes io keeps on the heap for connections that do not
+	 * read count against the same budget as bodies (issue 17). */
+	vio_set_heap_budget(io, &srv->inflight, srv->inflight_max);
 	atomic_init(&srv->conns_open, 0);
 	atomic_init(&srv->conns_alive, 0);
 	atomic_init(&srv->paused_n, 0);
@@ -619,6 +622,7 @@ void vsrv_free(struct vsrv *srv)
 		return;
 	}
 	vsrv__mem_fini(srv); /* every connection is gone */
+	vio_set_heap_budget(srv->io, NULL, 0); /* no heap copy is left */
 	for (unsigned i = 0; i < srv->n_acc; i++)
 		vrt_task_unref(&srv->acc[i]->task);
 	if (srv->exec)
@@ -675,7 +679,7 @@ const struct vb_metric vsrv_metrics[] = {
 	S(budget_waits, VB_METRIC_COUNTER, "", "times a connection stopped reading because max_inflight_bytes was reached"),
 	S(budget_shed, VB_METRIC_COUNTER, "", "requests answered 503 at once because max_inflight_bytes was reached"),
 	VB_METRIC_AS(struct vsrv_stats, inflight_bytes, "inflight", VB_METRIC_GAUGE, "bytes",
-		     "request and reply body bytes held now (max_inflight_bytes)"),
+		     "request and reply body bytes, and received bytes copied for connections that do not read, held now (max_inflight_bytes)"),
 };
 const size_t vsrv_metrics_n = VB_ARRAY_SIZE(vsrv_metrics);
 #undef S

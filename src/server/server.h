@@ -180,7 +180,7 @@ struct vsrv_stats {
 	uint64_t shed;              /* 503 at once because jobs was full or over the budget */
 	uint64_t budget_waits;      /* times a connection stopped reading: over max_inflight_bytes */
 	uint64_t budget_shed;       /* 503 at once because over max_inflight_bytes (also in shed) */
-	uint64_t inflight_bytes;    /* body bytes held for requests and replies now */
+	uint64_t inflight_bytes;    /* body bytes held for requests and replies, and io's heap copies, now */
 	uint64_t timeouts_header, timeouts_body, timeouts_idle, timeouts_send;
 	uint64_t client_resets;     /* connections ended by the peer mid-request/response */
 	uint64_t bytes_in, bytes_out;

@@ -901,6 +901,162 @@ static void test_buf_return_to_parked_owner(void **state)
 	vio__test_park_unbounded = false;
 }
 
+/* ------------------ many readers that stop reading: buffers and heap */
+
+static _Atomic int stall_stop;
+
+/* Arms one receive and never reads again; abandons when told. */
+static enum vrt_poll stalled_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p;
+
+	if (atomic_load(&stall_stop)) {
+		vio_conn_abandon(&t->c);
+		return VRT_READY;
+	}
+	if (t->step == 0) {
+		p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
+		TASK_CHECK(p == VRT_PENDING);
+		t->step = 1;
+		/* [F1] release: pairs with wait_flag's acquire. */
+		atomic_store_explicit(&t->pending_seen, 1, memory_order_release);
+	}
+	return VRT_PENDING; /* woken by every buffer; reads nothing */
+}
+
+static uint64_t bytes_in(struct ioh *h)
+{
+	struct vio_worker_stats ws;
+
+	vio_stats_snapshot(h->io, &ws, 1);
+	return ws.recv_bytes;
+}
+
+/*
+ * Issue 17 item 4: 400 connections on one worker whose tasks stop reading
+ * while their peers flood them. With a heap budget that suffices they hold
+ * at most half of the worker's provided buffers (the rest are heap copies
+ * charged to the budget), and a reading connection still gets every byte
+ * through its multishot receive, without ENOBUFS. With a small budget the
+ * heap never passes it (copies are refused, counted) and the reader still
+ * gets every byte. uring only (libev has no provided buffers).
+ */
+static void stalled_readers(int64_t budget)
+{
+	enum { N = 400 };
+	struct vio_worker_stats ws0, ws1;
+	struct ct **t = calloc(N, sizeof(*t));
+	int (*fds)[2] = calloc(N, sizeof(*fds));
+	_Atomic int64_t used = 0;
+	int64_t peak = 0, end;
+	uint64_t last;
+	struct ioh h;
+	struct ct *rd;
+	struct flood f;
+	pthread_t th;
+	int rfd[2];
+
+	assert_non_null(t);
+	assert_non_null(fds);
+	atomic_store(&stall_stop, 0);
+	ioh_start(&h, 1, NULL, NULL);
+	if (strcmp(vio_backend_name(h.io), "uring") != 0) {
+		ioh_stop(&h);
+		free(t);
+		free(fds);
+		skip();
+	}
+	vio_set_heap_budget(h.io, &used, budget);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(ioh_tcp_pair(fds[i]), 0);
+		fcntl(fds[i][1], F_SETFL, fcntl(fds[i][1], F_GETFL) | O_NONBLOCK);
+		t[i] = ct_new(stalled_poll, fds[i][0]);
+		ioh_spawn(&h, &t[i]->base, true);
+	}
+	for (int i = 0; i < N; i++)
+		wait_flag(&t[i]->pending_seen);
+	/* Flood: every peer sends until its socket buffers are full. */
+	{
+		static char junk[65536];
+
+		for (int round = 0; round < 4; round++)
+			for (int i = 0; i < N; i++)
+				while (send(fds[i][1], junk, sizeof(junk), MSG_NOSIGNAL) > 0)
+					if (used > peak)
+						peak = used;
+	}
+	/* Settled: no byte arrived for 100 ms (at most 20 s). */
+	end = vb_now_ns() + 20000 * MS;
+	do {
+		last = bytes_in(&h);
+		usleep(100 * 1000);
+		if (atomic_load(&used) > peak)
+			peak = atomic_load(&used);
+	} while (bytes_in(&h) != last && vb_now_ns() < end);
+	vio_stats_snapshot(h.io, &ws0, 1);
+	print_message("# %d stalled readers, budget %ld: bufs_out %lu of 256, heap %ld (peak %ld), "
+		      "copies %lu, refused %lu, enobufs %lu\n", N, (long)budget,
+		      (unsigned long)ws0.bufs_out, (long)atomic_load(&used), (long)peak,
+		      (unsigned long)ws0.rx_copies, (unsigned long)ws0.rx_copy_refused,
+		      (unsigned long)ws0.recv_enobufs);
+	assert_true(peak <= budget);
+	assert_true(ws0.rx_copies > 0);
+	if (budget >= (1ll << 30))
+		assert_true(ws0.bufs_out <= 128); /* half of the ring */
+	else
+		assert_true(ws0.rx_copy_refused > 0);
+
+	/* A reader on the same worker gets every byte. */
+	assert_int_equal(ioh_tcp_pair(rfd), 0);
+	rd = ct_new(slow_reader_poll, rfd[0]);
+	rd->big = malloc(16u << 20);
+	rd->t0 = vb_now_ns();
+	f.fd = rfd[1];
+	f.len = 4u << 20;
+	pthread_create(&th, NULL, flood_main, &f);
+	ioh_spawn(&h, &rd->base, true);
+	ct_join(rd);
+	pthread_join(th, NULL);
+	assert_int_equal(rd->len, f.len);
+	for (size_t i = 0; i < f.len; i++)
+		if (rd->big[i] != (char)(i * 13 + (i >> 16)))
+			fail_msg("byte %zu differs", i);
+	vio_stats_snapshot(h.io, &ws1, 1);
+	print_message("# the reader: enobufs +%lu, plain receives +%lu\n",
+		      (unsigned long)(ws1.recv_enobufs - ws0.recv_enobufs),
+		      (unsigned long)(ws1.recv_plain - ws0.recv_plain));
+	if (budget >= (1ll << 30))
+		assert_int_equal(ws1.recv_enobufs, ws0.recv_enobufs);
+	assert_true(atomic_load(&used) <= budget);
+	vrt_task_unref(&rd->base.t);
+	close(rfd[1]);
+
+	atomic_store(&stall_stop, 1);
+	for (int i = 0; i < N; i++) {
+		vrt_task_wake(&t[i]->base.t);
+		ct_join(t[i]);
+		vrt_task_unref(&t[i]->base.t);
+		close(fds[i][1]);
+	}
+	ioh_stop(&h);
+	assert_int_equal(atomic_load(&used), 0); /* every copy was freed and uncharged */
+	free(t);
+	free(fds);
+}
+
+static void test_stalled_readers_bounded(void **state)
+{
+	(void)state;
+	stalled_readers(1ll << 30);
+}
+
+static void test_stalled_readers_small_budget(void **state)
+{
+	(void)state;
+	stalled_readers(4ll << 20);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -917,6 +1073,8 @@ int main(void)
 		cmocka_unit_test(test_abandon_during_close),
 		cmocka_unit_test(test_send_while_busy),
 		cmocka_unit_test(test_buf_return_to_parked_owner),
+		cmocka_unit_test(test_stalled_readers_bounded),
+		cmocka_unit_test(test_stalled_readers_small_budget),
 		cmocka_unit_test(test_stalled_reader),
 	};
 
