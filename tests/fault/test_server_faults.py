@@ -102,7 +102,7 @@ def test_fd_limit_lowered_and_raised_on_an_idle_daemon(fault_daemon):
     for rnd in range(3):
         pauses0 = io_sum(d, "accept_pauses")
         busy = connect(d.port, timeout=30)  # a worker busy in one long job
-        busy.sendall(req_bytes("GET", "/v1/spin?n=%d" % (3 * 10 ** 7), close=True))
+        busy.sendall(req_bytes("GET", "/v1/spin?n=%d" % (5 * 10 ** 8), close=True))  # ~1 s of slices
         time.sleep(0.05)
         resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free_fd(pid), hard))
         jobs, socks = [], []
