@@ -5,16 +5,19 @@ during traffic whose every byte is checked. Each case runs on both I/O
 backends with its own voltd on loopback, prints its seed (VOLTD_TEST_SEED=N
 repeats it), is bounded in count and time, and closes the books
 (faultutil.Books)."""
+import json
 import os
 import random
 import resource
 import select
+import subprocess
 import time
 
 import pytest
 
 from faultutil import (MIB, Books, Clients, Reader, backend, check_reply, connect, ctl, exchange,  # noqa: F401
                        fault_daemon, random_job, req_bytes, seed, server_stats, settle, sighup, stop, wait_for)
+from conftest import BUILDDIR
 from httputil import fd_count, raise_nofile, request
 
 
@@ -183,6 +186,14 @@ def test_inflight_budget_reached(fault_daemon, on_full):
     stop(d)
 
 
+def voltctl(d, *args):
+    """voltctl --json ARGS against d: its reply."""
+    r = subprocess.run([os.path.join(BUILDDIR, "voltctl"), "-s", str(d.control), "--json", *args],
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, "voltctl %s exited %d: %s%s" % (" ".join(args), r.returncode, r.stdout, r.stderr)
+    return json.loads(r.stdout)
+
+
 def test_reload_and_drain_during_traffic(fault_daemon, tmp_path):
     """Clients run jobs of up to 1 MiB while the configuration is reloaded
     (SIGHUP, a live key changed) and the daemon drained and undrained
@@ -200,11 +211,11 @@ def test_reload_and_drain_during_traffic(fault_daemon, tmp_path):
         conf.write_text("[server]\nheader_timeout_ms = %d\n[scheduler]\nbudget = %d\n" % (9000 - i, 64 + i))
         sighup(d)
         time.sleep(0.2)
-        r = ctl(d, "drain")
+        r = voltctl(d, "drain")
         assert r["ok"] is True and r["draining"] is True, r
         assert request(d.port, "GET", "/readyz").status == 503
         time.sleep(0.3)
-        assert ctl(d, "undrain")["ok"] is True
+        assert voltctl(d, "undrain")["ok"] is True
         assert request(d.port, "GET", "/readyz").status == 200
         time.sleep(0.2)
     c.stop()
