@@ -237,11 +237,11 @@ void vio__buf_release(struct vio_worker *self, struct vio_buf *b)
 	} while (!atomic_compare_exchange_weak_explicit(&w->buf_returns, &head, b,
 							memory_order_seq_cst,
 							memory_order_relaxed));
-	/* [B3] seq_cst load: a store-buffering pair with the owner's park,
-	 * [P1] then [B4]: either the owner's take before it sleeps sees our
-	 * push, or we see it parked and wake it. The first return to a
-	 * sleeping owner wakes it; its ring needs the buffer while it sleeps
-	 * (its multishot receives stay armed). */
+	/* The first return to a sleeping owner wakes it: its ring needs the
+	 * buffer while it sleeps (its multishot receives stay armed).
+	 * [B3] seq_cst load: pairs with the owner's [P1] then [B4] (store
+	 * buffering): its take before it sleeps sees our push, or we see it
+	 * parked. */
 	if (!head && atomic_load_explicit(&w->park_state, memory_order_seq_cst) == VIO_PK_PARKED)
 		vio__notify(w);
 }
