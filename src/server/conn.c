@@ -723,9 +723,12 @@ static enum vrt_poll conn_send(struct vsrv_conn *c, int64_t now, bool *progress)
 {
 	ssize_t res;
 	enum vrt_poll p;
+	bool fresh = !c->tx_busy;
 
-	if (!c->tx_busy) {
-		c->tx_since = c->tx_mark = now;
+	if (fresh) {
+		/* The clock now, not the poll's start: the requests of this
+		 * batch may have been parsed after it (D16: /healthz read 0). */
+		c->tx_since = c->tx_mark = vb_now_ns();
 		c->tx_looked = false;
 		c->tx_loud = false;
 	}
@@ -736,10 +739,11 @@ static enum vrt_poll conn_send(struct vsrv_conn *c, int64_t now, bool *progress)
 	}
 	if (p == VRT_YIELD)
 		return p;
-	/* A send that finished without waking us is dated by its start:
-	 * sends finish as they are submitted unless the peer's window is
-	 * full, and we may only notice at the next request. */
-	if (c->tx_quiet)
+	/* A send that finished at once, or later without waking us, is
+	 * dated by its submission: sends finish as they are submitted unless
+	 * the peer's window is full, and we may only notice at the next
+	 * request. */
+	if (fresh || c->tx_quiet)
 		now = c->tx_since;
 	c->tx_busy = false;
 	c->tx_quiet = false;

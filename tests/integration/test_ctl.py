@@ -16,7 +16,7 @@ import pytest
 
 from conftest import BUILDDIR, VOLTD, free_port
 from ctlutil import Ctl, ctl, ctl_as, shared, validator  # noqa: F401 (fixture)
-from httputil import request
+from httputil import Reader, connect, req_bytes, request
 
 NOBODY = 65534
 
@@ -387,3 +387,22 @@ def test_global_interval_is_in_its_range_from_the_start(daemon):
                "-s", "scheduler.global_interval_max=40")
     for w in ctl(d, "stats workers")["workers"]:
         assert 3 <= w["global_interval"] <= 40, w
+
+
+def test_healthz_latency_is_recorded(daemon):
+    """D16: a response the parse stage sends at once (/healthz) and whose
+    send completes without waking its task was dated by the start of the
+    task's poll, before the request was parsed: every healthz latency read
+    exactly 0. It is the time from the parse to the send's submission."""
+    d = daemon()
+    s = connect(d.port)  # keep-alive: the quiet send path
+    try:
+        rd = Reader(s)
+        for _ in range(50):
+            s.sendall(req_bytes("GET", "/healthz"))
+            assert rd.response().status == 200
+    finally:
+        s.close()
+    lat = ctl(d, "stats kinds")["kinds"]["healthz"]["latency"]
+    assert lat["count"] >= 50, lat
+    assert lat["sum_seconds"] > 0 and lat["max_seconds"] > 0, lat
