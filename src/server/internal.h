@@ -304,28 +304,35 @@ struct vsrv {
 	struct vsrv_exec **exec;
 	struct vsrv_writer **wr;
 	bool started, stopped;
+	/* Read by every counter bump (ws) and body check (inflight_max): kept
+	 * with the fields nobody writes while serving, never on a line that
+	 * inflight, pool_mu or the registry make bounce between workers. */
+	struct vsrv_wstats *ws;    /* [nworkers + 1] */
+	int64_t inflight_max;      /* the budget (INT64_MAX: none) */
 
-	/* connections: registry for drain */
-	pthread_mutex_t reg_mu;
+	/* connections: registry for drain; every open and close takes reg_mu,
+	 * so it has its own line, apart from jobs / replies above. */
+	vb_cacheline_aligned pthread_mutex_t reg_mu;
 	struct vsrv_conn *reg_head;
 	size_t reg_n;
 
 	/* Ordering: see server.c */
 	vb_cacheline_aligned _Atomic uint64_t conns_open;
 	_Atomic uint64_t conns_alive;  /* until drop() */
+	/* Written by acceptors pausing at max_connections and by closers. */
 	vb_cacheline_aligned _Atomic uint32_t paused_n;
-	_Atomic bool draining;
+	/* Read by every request, written only when the state changes (drain,
+	 * vsrv_set_ready, vsrv_set_alive): a line of their own. */
+	vb_cacheline_aligned _Atomic bool draining;
 	_Atomic bool unready;      /* vsrv_set_ready(false) */
 	_Atomic bool alive;        /* vsrv_set_alive */
 	/* Body bytes held for requests and replies (max_inflight_bytes). Its
 	 * own line: written only by requests and replies with bodies. */
 	vb_cacheline_aligned _Atomic int64_t inflight;
-	int64_t inflight_max;      /* the budget (INT64_MAX: none) */
 
-	struct vsrv_wstats *ws;    /* [nworkers + 1] */
-
-	/* memory.c: the connection pool (pool_mu) and the trimming thread */
-	pthread_mutex_t pool_mu;
+	/* memory.c: the connection pool (pool_mu) and the trimming thread;
+	 * every connection open and close writes this line. */
+	vb_cacheline_aligned pthread_mutex_t pool_mu;
 	struct vsrv_conn *pool_free;   /* freed objects, linked through their first word */
 	void **pool_chunks;
 	unsigned pool_n, pool_cap, pool_used; /* pool_used: of the last chunk */
@@ -341,6 +348,22 @@ static_assert(sizeof(struct vsrv_wstats) % VB_CACHELINE == 0, "wstats blocks sha
 static_assert(offsetof(struct vsrv, conns_open) % VB_CACHELINE == 0, "conns_open not aligned");
 static_assert(offsetof(struct vsrv, paused_n) - offsetof(struct vsrv, conns_open) >= VB_CACHELINE,
 	      "conns_open and paused_n share a line");
+/* Two fields on different cache lines (the struct is line-aligned). */
+#define VSRV_APART(a, b) (offsetof(struct vsrv, a) / VB_CACHELINE != offsetof(struct vsrv, b) / VB_CACHELINE)
+/* What every request reads stays off the lines others write on the way
+ * (scaling-on-paper review, rows 11, 14, 15). */
+static_assert(VSRV_APART(ws, inflight) && VSRV_APART(ws, pool_mu) && VSRV_APART(ws, reg_mu) &&
+	      VSRV_APART(ws, conns_open) && VSRV_APART(ws, paused_n) && VSRV_APART(ws, draining),
+	      "srv->ws shares a line that is written while serving");
+static_assert(VSRV_APART(inflight_max, inflight) && VSRV_APART(inflight_max, pool_mu),
+	      "inflight_max shares a written line");
+static_assert(VSRV_APART(draining, paused_n) && VSRV_APART(draining, conns_open) &&
+	      VSRV_APART(draining, inflight) && VSRV_APART(alive, paused_n),
+	      "the request-path flags share a written line");
+static_assert(VSRV_APART(jobs, reg_mu) && VSRV_APART(ready_limit, reg_mu),
+	      "the channel pointers share the registry's line");
+static_assert(VSRV_APART(inflight, pool_mu) && VSRV_APART(reg_mu, pool_mu),
+	      "inflight, the registry and the pool share a line");
 
 /* --------------------------------------------------------- cross-file */
 
