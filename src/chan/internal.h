@@ -4,8 +4,9 @@
  * the waiter queues and the helpers the ring, blocking and async files share.
  *
  * Ownership: struct vch is allocated by vch_new; tail and its line belong to
- * senders, head and its line to receivers, each waiter queue to the waiters of
- * one side and the wakers of the other. See the Ordering blocks of chan.c and
+ * senders, head and its line to receivers (nothing else is on them), each
+ * side's statistics line to that side's slow path, each waiter queue to the
+ * waiters of one side and the wakers of the other. See the Ordering blocks of chan.c and
  * waitq.c for who writes what.
  */
 #ifndef VOLTD_CHAN_INTERNAL_H
@@ -84,12 +85,19 @@ struct vch {
 	char pad0[VB_CACHELINE - 5 * sizeof(uint64_t) - sizeof(bool)];
 
 	_Atomic uint64_t tail;  /* senders: next send position | closed bit */
-	struct vch_side_stats send_stats;  /* senders, slow path only */
-	char pad1[VB_CACHELINE - sizeof(uint64_t) - sizeof(struct vch_side_stats)];
+	char pad1[VB_CACHELINE - sizeof(uint64_t)];
 
 	_Atomic uint64_t head;  /* receivers: next receive position */
+	char pad2[VB_CACHELINE - sizeof(uint64_t)];
+
+	/* Each side's slow-path statistics and blocking hints on a line of their
+	 * own: a task that registers (an idle executor, once per job) writes
+	 * them, and on the head / tail line every such write would take that
+	 * line from the thread about to claim the next position. */
+	struct vch_side_stats send_stats;  /* senders, slow path only */
+	char pad3[VB_CACHELINE - sizeof(struct vch_side_stats)];
 	struct vch_side_stats recv_stats;  /* receivers, slow path only */
-	char pad2[VB_CACHELINE - sizeof(uint64_t) - sizeof(struct vch_side_stats)];
+	char pad4[VB_CACHELINE - sizeof(struct vch_side_stats)];
 
 	struct vch_waitq sendq;  /* senders waiting for room */
 	struct vch_waitq recvq;  /* receivers waiting for a value */
@@ -98,8 +106,10 @@ struct vch {
 static_assert(sizeof(struct vch_waitq) == 2 * VB_CACHELINE, "waitq lines");
 static_assert(offsetof(struct vch, tail) == 1 * VB_CACHELINE, "tail line");
 static_assert(offsetof(struct vch, head) == 2 * VB_CACHELINE, "head line");
-static_assert(offsetof(struct vch, sendq) == 3 * VB_CACHELINE, "sendq lines");
-static_assert(offsetof(struct vch, recvq) == 5 * VB_CACHELINE, "recvq lines");
+static_assert(offsetof(struct vch, send_stats) == 3 * VB_CACHELINE, "send statistics line");
+static_assert(offsetof(struct vch, recv_stats) == 4 * VB_CACHELINE, "receive statistics line");
+static_assert(offsetof(struct vch, sendq) == 5 * VB_CACHELINE, "sendq lines");
+static_assert(offsetof(struct vch, recvq) == 7 * VB_CACHELINE, "recvq lines");
 
 /* chan.c: one attempt, no statistics; waits only for an in-flight claim. */
 enum vch_status vch__send_attempt(struct vch *ch, uint64_t value);
