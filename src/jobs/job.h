@@ -68,6 +68,9 @@ struct vjob_kind {
 	const char *name;   /* "spin" */
 	const char *path;   /* "/v1/spin" */
 	const char *allow;  /* the methods, as an Allow value: "GET, HEAD" */
+	/* The job reads vjob_input.ready: the server computes it for these
+	 * kinds only (it reads the jobs channel's two busiest lines). */
+	bool reads_ready;
 	size_t state_size;  /* private: per-job state, zeroed by vjob_new */
 	/* private: validate, set up; VJOB_DONE when finished already. */
 	int (*start)(struct vjob *job, const struct vjob_config *cfg);
@@ -86,7 +89,8 @@ struct vjob_input {
 	size_t query_len;
 	uint8_t *body;      /* malloc'd body: ownership moves to the job, */
 	size_t body_len;    /* even when vjob_new fails */
-	bool ready;         /* readyz: the server is ready to take jobs */
+	bool ready;         /* readyz: the server is ready to take jobs (set only
+	                     * for kinds with reads_ready; false otherwise) */
 	bool alive;         /* livez: no worker stalled past the fail threshold */
 };
 

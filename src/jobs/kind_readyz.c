@@ -27,6 +27,7 @@ const struct vjob_kind vjob_kind_readyz = {
 	.name = "readyz",
 	.path = "/readyz",
 	.allow = "GET, HEAD",
+	.reads_ready = true,
 	.start = readyz_start,
 	.step = readyz_step,
 };

@@ -292,7 +292,9 @@ static void on_request(struct vsrv_conn *c, struct vhttp_request *req, int64_t n
 	struct vjob_input in = {
 		.query = req->query,
 		.query_len = req->query_len,
-		.ready = ready_for_jobs(srv),
+		/* Only /readyz asks: the jobs channel's length reads its head
+		 * and tail lines, which every send and receive writes. */
+		.ready = kind->reads_ready && ready_for_jobs(srv),
 		/* Relaxed: a status bit set by the daemon's stall check. */
 		.alive = atomic_load_explicit(&srv->alive, memory_order_relaxed),
 	};
