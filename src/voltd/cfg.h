@@ -79,27 +79,52 @@ enum vcfg_type {
 	VCFG_ADDR, /* one address:port (struct vcfg_addr), or "off" (len 0) */
 };
 
-#define VCFG_F_LIVE  (1u << 0) /* can change while running (set, reload) */
 #define VCFG_F_AUTO  (1u << 1) /* accepts "auto" (stored as VCFG_AUTO) */
 #define VCFG_F_POW2  (1u << 2) /* must be a power of two */
 #define VCFG_F_NONE  (1u << 3) /* VCFG_STRING: "none" is stored as "" */
 #define VCFG_F_RELOAD (1u << 4) /* applied by a reload (SIGHUP, `reload`), not by `set` */
 
-/* One row of the schema. Public, read-only. */
+/* What a live key's setter acts on: the running daemon's objects (NULL
+ * until they exist). */
+struct vcfg_live {
+	struct vrt *rt;
+	struct vsrv *srv;
+};
+/* A live key's setter: pushes cfg's value of the key to its subsystem.
+ * 0 or -errno. Called with the daemon's configuration lock held. */
+typedef int vcfg_apply_fn(const struct vcfg_live *to, const struct vcfg *cfg);
+
+/*
+ * One row of the schema: every fact about a key, written once. The
+ * generator (src/voltd/schema_gen.c) renders the key sections of
+ * voltd.conf(5), conf/voltd.conf and tests/helpers/test_config.h from
+ * these rows. Public, read-only.
+ */
 struct vcfg_key {
 	const char *section;
 	const char *name;
 	enum vcfg_type type;
 	const char *def;               /* default, as written in voltd.conf */
 	uint64_t min, max;             /* bounds of numbers; max length of strings */
-	unsigned flags;
+	const char *unit;              /* of numbers: "ms", "s", "us", "bytes"; NULL = a count */
+	unsigned flags;                /* VCFG_F_* */
 	const char *const *choices;    /* VCFG_ENUM: NULL-terminated names */
 	size_t offset;                 /* of the field in struct vcfg */
+	vcfg_apply_fn *apply;          /* live (set, reload) through this setter; NULL = not live */
 	const char *doc;               /* one line */
+};
+
+/* One [section] of the file, in file order: its name and one line saying
+ * what it configures. Public, read-only. */
+struct vcfg_section {
+	const char *name;
+	const char *doc;
 };
 
 /* The schema, in file order; *n receives the number of rows. */
 const struct vcfg_key *vcfg_schema(size_t *n);
+/* The sections, in file order; *n receives their number. */
+const struct vcfg_section *vcfg_sections(size_t *n);
 const struct vcfg_key *vcfg_key_find(const char *section, const char *name);
 
 /*
@@ -131,10 +156,14 @@ int vcfg_validate(const struct vcfg *cfg, const char *where, struct vb_strlist *
  * port on the same address, or on a wildcard one). Each error names the
  * key's source ("FILE:LINE: section.key: problem"). Returns errors added. */
 int vcfg_check_host(const struct vcfg *cfg, struct vb_strlist *err);
-/* Copy the values (and sources) of every live-tunable key (VCFG_F_LIVE)
+/* Copy the values (and sources) of every live key (one with a setter)
  * from src; vcfg_copy_reload also those applied by a reload (VCFG_F_RELOAD). */
 void vcfg_copy_live(struct vcfg *dst, const struct vcfg *src);
 void vcfg_copy_reload(struct vcfg *dst, const struct vcfg *src);
+/* Push every live key of cfg to its subsystem through the schema's
+ * setters, each setter once. Returns 0, or the first setter's -errno (the
+ * others still run). */
+int vcfg_apply_live(const struct vcfg *cfg, const struct vcfg_live *to);
 /* Replace "auto" counts by concrete values (workers = online CPUs, ...). */
 void vcfg_resolve(struct vcfg *cfg);
 /* Text of a key's current value into buf. */

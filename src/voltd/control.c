@@ -92,21 +92,14 @@ static int drain_hook(void *ctx, bool on)
 	return rc;
 }
 
-/* Push the live keys of d->cfg to their subsystems. d->mu held. */
+/* Push the live keys of d->cfg to their subsystems through the schema's
+ * setters. A refused control.stall_warn_ms (no monitor: the running 0
+ * stays) is expected: monitor_off checked it before. d->mu held. */
 static void apply_live(struct vd_ctl *d)
 {
-	const struct vcfg *cfg = d->cfg;
+	const struct vcfg_live to = { .rt = d->rt, .srv = d->srv };
 
-	vb_log_set_level(cfg->log.level);
-	if (!d->rt)
-		return;
-	vrt_set_stealing(d->rt, cfg->scheduler.stealing);
-	vrt_set_global_interval(d->rt, cfg->scheduler.global_interval_min, cfg->scheduler.global_interval_max);
-	vrt_set_lifo_poll_cap(d->rt, cfg->scheduler.lifo_poll_cap);
-	vrt_set_budget(d->rt, cfg->scheduler.budget);
-	if (d->srv)
-		vsrv_set_live(d->srv, &cfg->server);
-	vrt_set_stall_warn_ms(d->rt, cfg->scheduler.stall_warn_ms); /* checked by monitor_off first */
+	(void)vcfg_apply_live(d->cfg, &to);
 }
 
 /* Did the runtime start without its stall monitor (stall_warn_ms = 0)? Then
@@ -164,7 +157,7 @@ static void config_get(void *ctx, size_t i, struct vctl_config_item *out)
 	out->value = d->value;
 	out->def = k->def;
 	out->source = d->source;
-	out->apply = (k->flags & VCFG_F_LIVE)	  ? VCTL_APPLY_LIVE :
+	out->apply = k->apply			  ? VCTL_APPLY_LIVE :
 		     (k->flags & VCFG_F_RELOAD) ? VCTL_APPLY_RELOAD :
 						  VCTL_APPLY_RESTART;
 	out->doc = k->doc;
@@ -201,7 +194,7 @@ static int config_set(void *ctx, size_t n, char *const *keys, char *const *value
 		} else if (k->flags & VCFG_F_RELOAD) {
 			vb_strlist_add(errors, "%s: applies on reload only; edit the file and reload", keys[i]);
 			rc = -EINVAL;
-		} else if (!(k->flags & VCFG_F_LIVE)) {
+		} else if (!k->apply) {
 			vb_strlist_add(errors, "%s: cannot change while running (restart-only); edit the file and restart",
 				      keys[i]);
 			rc = -EINVAL;
@@ -292,7 +285,7 @@ int vd_ctl_reload(struct vd_ctl *d, struct vb_strlist *changed, struct vb_strlis
 			next->scheduler.stall_warn_ms = d->cfg->scheduler.stall_warn_ms;
 			memcpy(next->source[i], d->cfg->source[i], sizeof(next->source[i]));
 		}
-		if ((schema[i].flags & (VCFG_F_LIVE | VCFG_F_RELOAD)) && !stays_off)
+		if ((schema[i].apply || (schema[i].flags & VCFG_F_RELOAD)) && !stays_off)
 			vb_strlist_add(changed, "%s.%s", schema[i].section, schema[i].name);
 		else
 			vb_strlist_add(restart, "%s.%s", schema[i].section, schema[i].name);

@@ -14,7 +14,7 @@ voltd_LDADD = $(VOLT_ALL_LIBS)
 # (voltctl), printed by a generator linked with cfg.c.
 noinst_PROGRAMS += voltd-defaults
 voltd_defaults_SOURCES = src/voltd/defaults_h.c
-voltd_defaults_LDADD = libvolt.a $(INIH_LIBS)
+voltd_defaults_LDADD = $(VOLT_ALL_LIBS)
 voltd-defaults.h: voltd-defaults$(EXEEXT)
 	$(AM_V_GEN)./voltd-defaults$(EXEEXT) > $@.tmp && mv $@.tmp $@
 CLEANFILES += voltd-defaults.h
