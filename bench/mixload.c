@@ -4,21 +4,33 @@
  * keeps latency per request class, which wrk cannot: workload B's light and
  * heavy requests (every Nth request heavy, in a fixed order over all
  * connections, like bench/wrk/mixed.lua), and an open-loop mode for
- * workload C (light requests at one fixed rate, latency measured from each
- * request's scheduled send time, so a slow server is not hidden by the
- * client waiting for it: no coordinated omission).
+ * workloads D, E and F (each class at its own fixed rate, latency measured
+ * from each request's scheduled send time, so a slow server is not hidden
+ * by the client waiting for it: no coordinated omission).
  *
- *   mixload -c CONNS -d SECONDS [-r RATE] [-e HEAVY_EVERY] HOST:PORT LIGHT_PATH [HEAVY_PATH]
+ *   mixload -c CONNS -d SECONDS [-r RATE] [-R HEAVY_RATE] [-e HEAVY_EVERY] [-w GRACE]
+ *           HOST:PORT LIGHT_PATH [HEAVY_PATH]
  *
  * -r 0 (default): closed loop, each connection sends its next request when
- * the previous response is complete. -r RATE: open loop, RATE requests per
- * second over all connections; a request whose time came while every
- * connection was busy waits in a queue, its latency counting from its
- * scheduled time. -e N: every Nth request goes to HEAVY_PATH (0: none).
- * Prints one line per class (all, light, heavy when used) in the format of
+ * the previous response is complete; -e N: every Nth request goes to
+ * HEAVY_PATH (0: none). -r RATE: open loop, RATE light requests per second
+ * over all connections; -R HEAVY_RATE adds HEAVY_PATH requests at their own
+ * rate (the two schedules are independent and merged in time order). A
+ * request whose time came while every connection was busy waits in one
+ * queue, its latency counting from its scheduled time; connections are
+ * taken round robin. Open loop, at the end of the window nothing new is
+ * sent: requests still queued count as errors, and responses in flight are
+ * awaited for up to -w GRACE seconds (default 5) and counted with their
+ * whole latency (after that, errors), so a server that falls behind cannot
+ * hide its slowest requests by being slow.
+ * Prints one line per class (light, heavy when used, all) in the format of
  * bench/wrk/report.lua: RESULT class=... requests= duration_s= rps=
  * p50_us= ... p99_99_us= max_us= errors= status_err=
- * Targets any address (the benchmark uses 127.0.0.1 only); bounded by -d.
+ * requests, rps and the percentiles count the responses with a 2xx or 3xx
+ * status; status_err counts the others (a shed 503), errors the requests
+ * never answered (a connection reset, still queued, no answer in time).
+ * duration_s is the measured window (open loop: the schedule's). Targets
+ * any address (the benchmark uses 127.0.0.1 only); bounded by -d and -w.
  * Single-threaded (epoll), like wrk -t1. Responses must carry Content-Length.
  */
 #define _GNU_SOURCE
@@ -56,12 +68,19 @@ struct conn {
 	size_t inlen;
 };
 
+/* Open loop: a request whose time has come, waiting for a connection. */
+struct due {
+	int64_t t;
+	int cls;
+};
+
 static struct sockaddr_in addr;
 static char *req[NCLASS];
 static size_t reqlen[NCLASS];
 static struct lat lats[NCLASS];
-static uint64_t errors, status_err, counter;
+static uint64_t errors[NCLASS], status_err[NCLASS], counter;
 static unsigned heavy_every;
+static unsigned busy_n;
 static int ep;
 
 static int64_t now_ns(void)
@@ -112,9 +131,18 @@ static void conn_open(struct conn *c)
 	epoll_ctl(ep, EPOLL_CTL_ADD, c->fd, &ev);
 }
 
+static void set_idle(struct conn *c)
+{
+	if (c->busy)
+		busy_n--;
+	c->busy = false;
+}
+
+/* The connection failed: its request (if any) is lost and counted. */
 static void conn_reset(struct conn *c)
 {
-	errors++;
+	errors[c->busy ? c->cls : LIGHT]++;
+	set_idle(c);
 	epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
 	close(c->fd);
 	conn_open(c);
@@ -145,17 +173,22 @@ static void flush_out(struct conn *c)
 	want_out(c, false);
 }
 
-static void send_req(struct conn *c, int64_t t0)
+static void send_req(struct conn *c, int cls, int64_t t0)
 {
-	int cls = heavy_every && ++counter % heavy_every == 0 ? HEAVY : LIGHT;
-
 	c->busy = true;
+	busy_n++;
 	c->cls = cls;
 	c->t0 = t0;
 	c->out = req[cls];
 	c->outlen = reqlen[cls];
 	c->outoff = 0;
 	flush_out(c);
+}
+
+/* Closed loop: the class of the next request (every Nth heavy). */
+static int next_class(void)
+{
+	return heavy_every && ++counter % heavy_every == 0 ? HEAVY : LIGHT;
 }
 
 /* A complete response in c->in: its length, 0 if incomplete, -1 if bad. */
@@ -210,17 +243,18 @@ static bool on_readable(struct conn *c, int64_t now)
 			conn_reset(c); /* a response nobody asked for */
 			return false;
 		}
-		lat_add(&lats[c->cls], now - c->t0);
 		if (status < 200 || status > 399)
-			status_err++;
+			status_err[c->cls]++;
+		else
+			lat_add(&lats[c->cls], now - c->t0);
 		memmove(c->in, c->in + n, c->inlen - (size_t)n);
 		c->inlen -= (size_t)n;
-		c->busy = false;
+		set_idle(c);
 		return true;
 	}
 }
 
-static void report(const char *cls, int64_t *v, size_t n, double secs)
+static void report(const char *cls, int64_t *v, size_t n, double secs, uint64_t errs, uint64_t serr)
 {
 	static const double pcts[] = { 50, 75, 90, 95, 99, 99.9, 99.99 };
 	static const char *names[] = { "50", "75", "90", "95", "99", "99_9", "99_99" };
@@ -232,7 +266,7 @@ static void report(const char *cls, int64_t *v, size_t n, double secs)
 		printf(" p%s_us=%.0f", names[i], n ? v[k] / 1e3 : 0.0);
 	}
 	printf(" max_us=%.0f errors=%llu status_err=%llu\n", n ? v[n - 1] / 1e3 : 0.0,
-	       (unsigned long long)errors, (unsigned long long)status_err);
+	       (unsigned long long)errs, (unsigned long long)serr);
 }
 
 static char *make_req(const char *host, const char *path, size_t *len)
@@ -250,28 +284,35 @@ static char *make_req(const char *host, const char *path, size_t *len)
 
 int main(int argc, char **argv)
 {
-	unsigned conns = 64;
-	double secs = 8, rate = 0;
+	unsigned conns = 64, rr = 0;
+	double secs = 8, rate[NCLASS] = { 0, 0 }, grace = 5;
 	struct conn *cs;
-	int64_t start, end, next_due, interval = 0;
-	int64_t *queue; /* open loop: scheduled times waiting for a connection */
+	int64_t start, end, next_due[NCLASS], interval[NCLASS] = { 0, 0 };
+	struct due *queue; /* open loop: requests due, waiting for a connection */
 	size_t qhead = 0, qlen = 0, qcap = 1 << 20;
+	bool open_loop;
 	char host[64];
 	int opt;
 
-	while ((opt = getopt(argc, argv, "c:d:r:e:")) != -1) {
+	while ((opt = getopt(argc, argv, "c:d:r:R:e:w:")) != -1) {
 		switch (opt) {
 		case 'c': conns = (unsigned)atoi(optarg); break;
 		case 'd': secs = atof(optarg); break;
-		case 'r': rate = atof(optarg); break;
+		case 'r': rate[LIGHT] = atof(optarg); break;
+		case 'R': rate[HEAVY] = atof(optarg); break;
 		case 'e': heavy_every = (unsigned)atoi(optarg); break;
+		case 'w': grace = atof(optarg); break;
 		default: goto usage;
 		}
 	}
-	if (argc - optind < 2 || conns < 1 || secs <= 0 || (heavy_every && argc - optind < 3)) {
+	open_loop = rate[LIGHT] > 0 || rate[HEAVY] > 0;
+	if (argc - optind < 2 || conns < 1 || secs <= 0 || grace < 0 || rate[LIGHT] < 0 ||
+	    rate[HEAVY] < 0 || (heavy_every && open_loop) ||
+	    ((heavy_every || rate[HEAVY] > 0) && argc - optind < 3)) {
 usage:
-		fprintf(stderr, "usage: mixload -c CONNS -d SECONDS [-r RATE] [-e HEAVY_EVERY] "
-			"HOST:PORT LIGHT_PATH [HEAVY_PATH]\n");
+		fprintf(stderr, "usage: mixload -c CONNS -d SECONDS [-r RATE] [-R HEAVY_RATE] [-e HEAVY_EVERY] "
+			"[-w GRACE] HOST:PORT LIGHT_PATH [HEAVY_PATH]\n"
+			"(-e is for the closed loop, -R for the open loop)\n");
 		return 2;
 	}
 	{
@@ -287,7 +328,7 @@ usage:
 			goto usage;
 	}
 	req[LIGHT] = make_req(argv[optind], argv[optind + 1], &reqlen[LIGHT]);
-	req[HEAVY] = make_req(argv[optind], heavy_every ? argv[optind + 2] : argv[optind + 1],
+	req[HEAVY] = make_req(argv[optind], argc - optind >= 3 ? argv[optind + 2] : argv[optind + 1],
 			      &reqlen[HEAVY]);
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	cs = calloc(conns, sizeof(*cs));
@@ -300,38 +341,52 @@ usage:
 		conn_open(&cs[i]);
 	start = now_ns();
 	end = start + (int64_t)(secs * 1e9);
-	next_due = start;
-	if (rate > 0)
-		interval = (int64_t)(1e9 / rate);
-	else
+	for (int k = 0; k < NCLASS; k++) {
+		/* A class without a rate is never due. */
+		interval[k] = rate[k] > 0 ? (int64_t)(1e9 / rate[k]) : 0;
+		next_due[k] = rate[k] > 0 ? start : INT64_MAX;
+	}
+	if (!open_loop)
 		for (unsigned i = 0; i < conns; i++)
-			send_req(&cs[i], start);
+			send_req(&cs[i], next_class(), start);
 	for (;;) {
 		struct epoll_event evs[256];
 		struct timespec to;
 		int64_t now = now_ns(), wait_ns;
 		int n;
 
-		if (now >= end)
-			break;
-		if (rate > 0) {
-			while (next_due <= now && qlen < qcap) {
-				queue[(qhead + qlen++) % qcap] = next_due;
-				next_due += interval;
+		if (now >= end) {
+			/* Open loop: the responses under way may still come. */
+			if (!open_loop || busy_n == 0 || now >= end + (int64_t)(grace * 1e9))
+				break;
+			wait_ns = end + (int64_t)(grace * 1e9) - now;
+		} else if (open_loop) {
+			for (;;) {
+				int k = next_due[LIGHT] <= next_due[HEAVY] ? LIGHT : HEAVY;
+
+				if (next_due[k] > now || qlen == qcap)
+					break;
+				queue[(qhead + qlen++) % qcap] = (struct due){ next_due[k], k };
+				next_due[k] += interval[k];
 			}
-			for (unsigned i = 0; i < conns && qlen; i++) {
-				if (!cs[i].busy) {
-					send_req(&cs[i], queue[qhead]);
+			/* Round robin over the idle connections. */
+			for (unsigned i = 0; i < conns && qlen && busy_n < conns; i++) {
+				struct conn *c = &cs[(rr + i) % conns];
+
+				if (!c->busy) {
+					send_req(c, queue[qhead].cls, queue[qhead].t);
 					qhead = (qhead + 1) % qcap;
 					qlen--;
+					rr = (rr + i + 1) % conns;
+					i = (unsigned)-1; /* from the next one on */
 				}
 			}
-			wait_ns = next_due - now;
+			wait_ns = (next_due[LIGHT] < next_due[HEAVY] ? next_due[LIGHT] : next_due[HEAVY]) - now;
+			if (wait_ns > end - now)
+				wait_ns = end - now;
 		} else {
 			wait_ns = end - now;
 		}
-		if (wait_ns > end - now)
-			wait_ns = end - now;
 		if (wait_ns < 0)
 			wait_ns = 0;
 		to.tv_sec = wait_ns / 1000000000;
@@ -344,13 +399,14 @@ usage:
 			if (evs[i].events & EPOLLOUT)
 				flush_out(c);
 			if (evs[i].events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
-				if (on_readable(c, now) && rate <= 0 && now < end)
-					send_req(c, now);
+				if (on_readable(c, now) && !open_loop && now < end)
+					send_req(c, next_class(), now);
 			}
 		}
 	}
 	{
-		double dur = (now_ns() - start) / 1e9;
+		/* Open loop: the schedule's window; closed: until the last look. */
+		double dur = open_loop ? secs : (now_ns() - start) / 1e9;
 		size_t all_n = lats[LIGHT].n + lats[HEAVY].n;
 		int64_t *all = malloc((all_n ? all_n : 1) * sizeof(*all));
 
@@ -360,13 +416,18 @@ usage:
 			memcpy(all, lats[LIGHT].v, lats[LIGHT].n * sizeof(*all));
 		if (lats[HEAVY].n)
 			memcpy(all + lats[LIGHT].n, lats[HEAVY].v, lats[HEAVY].n * sizeof(*all));
-		/* Requests still waiting (open loop: the server fell behind)
-		 * count as errors: they were never answered in time. */
-		errors += qlen;
-		report("light", lats[LIGHT].v, lats[LIGHT].n, dur);
-		if (heavy_every)
-			report("heavy", lats[HEAVY].v, lats[HEAVY].n, dur);
-		report("all", all, all_n, dur);
+		/* Open loop: requests still queued or unanswered after the grace
+		 * (the server fell behind) count as errors. */
+		for (size_t i = 0; i < qlen; i++)
+			errors[queue[(qhead + i) % qcap].cls]++;
+		for (unsigned i = 0; open_loop && i < conns; i++)
+			if (cs[i].busy)
+				errors[cs[i].cls]++;
+		report("light", lats[LIGHT].v, lats[LIGHT].n, dur, errors[LIGHT], status_err[LIGHT]);
+		if (heavy_every || rate[HEAVY] > 0)
+			report("heavy", lats[HEAVY].v, lats[HEAVY].n, dur, errors[HEAVY], status_err[HEAVY]);
+		report("all", all, all_n, dur, errors[LIGHT] + errors[HEAVY],
+		       status_err[LIGHT] + status_err[HEAVY]);
 		free(all);
 	}
 	return 0;

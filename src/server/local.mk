@@ -51,7 +51,8 @@ tests_unit_test_server_pool_SOURCES = tests/unit/test_server_pool.c
 tests_unit_test_server_pool_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_server_pool_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
 
-# Benchmark client (never part of check): per-class latency (workload B) and
-# the open-loop variant of workload C, run by scripts/bench.
+# Benchmark client (never part of check): per-class latency (workload B), the
+# open-loop variant of workload C (D) and the open-loop mix (E), run by
+# scripts/bench.
 EXTRA_PROGRAMS += bench/mixload
 bench_mixload_SOURCES = bench/mixload.c
