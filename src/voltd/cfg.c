@@ -28,7 +28,7 @@ static const char *const on_full_names[] = { "wait", "shed", NULL };
 /* Indexed by syslog level - LOG_ERR. */
 static const char *const level_names[] = { "err", "warning", "notice", "info", "debug", NULL };
 
-#define F(field) .offset = offsetof(struct vcfg, field)
+#define F(f) .offset = offsetof(struct vcfg, f), .field = #f
 /* ENUM keys store the index of their name: the layers' enums follow the lists. */
 static_assert(VIO_BACKEND_AUTO == 0 && VIO_BACKEND_URING == 1 && VIO_BACKEND_LIBEV == 2,
 	      "backend_names follows enum vio_backend");

@@ -110,6 +110,7 @@ struct vcfg_key {
 	unsigned flags;                /* VCFG_F_* */
 	const char *const *choices;    /* VCFG_ENUM: NULL-terminated names */
 	size_t offset;                 /* of the field in struct vcfg */
+	const char *field;             /* its name, e.g. "scheduler.budget" (F() writes both) */
 	vcfg_apply_fn *apply;          /* live (set, reload) through this setter; NULL = not live */
 	const char *doc;               /* one line */
 };

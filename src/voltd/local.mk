@@ -10,14 +10,29 @@ sbin_PROGRAMS += voltd
 voltd_SOURCES = src/voltd/main.c
 voltd_LDADD = $(VOLT_ALL_LIBS)
 
-# voltd-defaults.h: schema defaults for programs outside the daemon layer
-# (voltctl), printed by a generator linked with cfg.c.
-noinst_PROGRAMS += voltd-defaults
-voltd_defaults_SOURCES = src/voltd/defaults_h.c
-voltd_defaults_LDADD = $(VOLT_ALL_LIBS)
-voltd-defaults.h: voltd-defaults$(EXEEXT)
-	$(AM_V_GEN)./voltd-defaults$(EXEEXT) > $@.tmp && mv $@.tmp $@
+# voltd-schema: renders the schema (cfg.c) into what must repeat its facts.
+# voltd-defaults.h (voltctl's defaults) is made by the build. The tracked
+# files, man/voltd.conf.5, conf/voltd.conf and tests/helpers/test_config.h,
+# are rewritten in the source tree by `make regen` (after a schema change)
+# and tests/doc/test_schema_docs.sh fails when they drift from the schema.
+noinst_PROGRAMS += voltd-schema
+voltd_schema_SOURCES = src/voltd/schema_gen.c
+voltd_schema_LDADD = $(VOLT_ALL_LIBS)
+voltd-defaults.h: voltd-schema$(EXEEXT)
+	$(AM_V_GEN)./voltd-schema$(EXEEXT) defaults-h > $@.tmp && mv $@.tmp $@
 CLEANFILES += voltd-defaults.h
+SCHEMA_DOCS = man/voltd.conf.5 conf/voltd.conf tests/helpers/test_config.h
+regen: voltd-schema$(EXEEXT)
+	./voltd-schema$(EXEEXT) man $(top_srcdir)/man/voltd.conf.5.in > man-voltd.conf.5.tmp
+	./voltd-schema$(EXEEXT) conf $(top_srcdir)/conf/voltd.conf.in > conf-voltd.conf.tmp
+	./voltd-schema$(EXEEXT) test-config > test_config.h.tmp
+	mv man-voltd.conf.5.tmp $(top_srcdir)/man/voltd.conf.5
+	mv conf-voltd.conf.tmp $(top_srcdir)/conf/voltd.conf
+	mv test_config.h.tmp $(top_srcdir)/tests/helpers/test_config.h
+.PHONY: regen
+TESTS += tests/doc/test_schema_docs.sh
+EXTRA_DIST += man/voltd.conf.5.in conf/voltd.conf.in tests/doc/test_schema_docs.sh
+tests/doc/test_schema_docs.log: voltd-schema$(EXEEXT)
 
 # voltd-test: the same daemon plus test-only job kinds (GET /v1/stall), for
 # the integration tests. Never installed. Its own registry.o (with
