@@ -51,8 +51,7 @@
 
 struct vb_ratelimit vsrv__conn_rl = VB_RATELIMIT_INIT(5000, 10);
 
-/* Stop at once: nothing more is sent; the socket closes. */
-static void conn_abort(struct vsrv_conn *c, const char *reason)
+void vsrv__conn_abort(struct vsrv_conn *c, const char *reason)
 {
 	if (!c->aborting) {
 		c->aborting = true;
@@ -106,7 +105,7 @@ bool vsrv__batch_get(struct vsrv_conn *c)
 	if (ws && ws->n_batches)
 		c->out = ws->batches[--ws->n_batches];
 	else if (!(c->out = malloc(sizeof(*c->out)))) {
-		conn_abort(c, "out of memory for a response");
+		vsrv__conn_abort(c, "out of memory for a response");
 		return false;
 	}
 	vsrv__batch_reset(c->out);
@@ -135,7 +134,6 @@ static void conn_give_back(struct vsrv_conn *c)
 	    vhttp_parser_phase(c->parser) == VHTTP_PHASE_IDLE) {
 		if (!ws)
 			ws = cache_ws(c->srv);
-		ws = cache_ws(c->srv);
 		if (ws && ws->n_parsers < VSRV_PARSER_CACHE) {
 			vhttp_parser_reset(c->parser);
 			ws->parsers[ws->n_parsers++] = c->parser;
@@ -229,8 +227,33 @@ static enum vch_status send_job(struct vsrv_conn *c, struct vsrv_job *job, bool 
 	return st;
 }
 
+/* An answer to a request that never parsed whole (an error, 408): it
+ * takes the next request number, answers in HTTP/1.1 and closes. */
+static void respond_unparsed(struct vsrv_conn *c, int status, int64_t now)
+{
+	struct vsrv_reply_to to = {
+		.seq = c->next_seq++,
+		.t0 = now,
+		.kind = (uint8_t)c->srv->kind_other,
+		.version_minor = 1,
+		.close = true,
+	};
+
+	VSRV_INC(c->srv, requests);
+	vsrv__respond_status(c, &to, status, NULL);
+}
+
+/* A job that cannot go to `jobs` (shed, or closed: shutting down): 503. */
+static void refuse_job(struct vsrv_conn *c, struct vsrv_job *job)
+{
+	struct vsrv_reply_to to = job->to;
+
+	vsrv__job_free(c->srv, job);
+	vsrv__respond_status(c, &to, 503, NULL);
+}
+
 /* Put a job on `jobs`, or leave it in c->pending when it must wait. */
-static void dispatch(struct vsrv_conn *c, struct vsrv_job *job, uint8_t version_minor)
+static void dispatch(struct vsrv_conn *c, struct vsrv_job *job)
 {
 	struct vsrv *srv = c->srv;
 	enum vch_status st;
@@ -238,7 +261,6 @@ static void dispatch(struct vsrv_conn *c, struct vsrv_job *job, uint8_t version_
 	if (srv->cfg.on_full == VSRV_ON_FULL_SHED && job->held && vsrv__over_budget(srv)) {
 		VSRV_INC(srv, budget_shed);
 		VSRV_INC(srv, shed);
-		st = VCH_FULL;
 	} else if (srv->cfg.on_full == VSRV_ON_FULL_WAIT) {
 		st = send_job(c, job, true);
 		if (st == VCH_OK)
@@ -248,47 +270,42 @@ static void dispatch(struct vsrv_conn *c, struct vsrv_job *job, uint8_t version_
 			return;
 		}
 	} else {
-		st = send_job(c, job, false);
-		if (st == VCH_OK)
+		if (send_job(c, job, false) == VCH_OK)
 			return;
 		VSRV_INC(srv, shed);
 	}
-	/* Full in shed mode, or closed (shutting down): 503 at once. */
-	uint64_t seq = job->seq;
-	unsigned kind = job->kind;
-	bool head_only = job->head_only, close = !job->keep_alive;
-	int64_t t0 = job->t0;
-	vsrv__job_free(srv, job);
-	vsrv__respond_status(c, seq, 503, version_minor, close, kind, head_only, NULL, t0);
+	refuse_job(c, job);
 }
 
 static void on_request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 {
 	struct vsrv *srv = c->srv;
 	const struct vjob_kind *kind = NULL;
-	uint64_t seq = c->next_seq++;
-	bool head_only = req->method == VHTTP_M_HEAD;
-	bool close = !req->keep_alive;
+	struct vsrv_reply_to to = {
+		.seq = c->next_seq++,
+		.t0 = now,
+		.kind = (uint8_t)srv->kind_other,
+		.version_minor = req->version_minor,
+		.close = !req->keep_alive,
+		.head_only = req->method == VHTTP_M_HEAD,
+	};
 	struct vjob *vj = NULL;
 	struct vsrv_job *job;
-	unsigned kidx;
-	int rc;
 
 	VSRV_INC(srv, requests);
-	vsrv__access_note(c, seq, req->method_name, req->target, req->target_len);
+	vsrv__access_note(c, to.seq, req->method_name, req->target, req->target_len);
 	switch (vjob_route(req->path, req->path_len, req->method_name, &kind)) {
 	case VJOB_ROUTE_NOT_FOUND:
-		vsrv__respond_status(c, seq, 404, req->version_minor, close, srv->kind_other, head_only,
-			       NULL, now);
+		vsrv__respond_status(c, &to, 404, NULL);
 		goto out;
 	case VJOB_ROUTE_BAD_METHOD:
-		vsrv__respond_status(c, seq, 405, req->version_minor, close,
-			       (unsigned)vjob_kind_index(kind), head_only, kind->allow, now);
+		to.kind = (uint8_t)vjob_kind_index(kind);
+		vsrv__respond_status(c, &to, 405, kind->allow);
 		goto out;
 	case VJOB_ROUTE_OK:
 		break;
 	}
-	kidx = (unsigned)vjob_kind_index(kind);
+	to.kind = (uint8_t)vjob_kind_index(kind);
 	struct vjob_input in = {
 		.query = req->query,
 		.query_len = req->query_len,
@@ -304,24 +321,18 @@ static void on_request(struct vsrv_conn *c, struct vhttp_request *req, int64_t n
 	struct vjob_config jc = srv->jcfg;
 	jc.spin_max_n = vsrv__live(srv, spin_max_n);
 	jc.sleep_max_ms = vsrv__live(srv, sleep_max_ms);
-	rc = vjob_new(kind, &jc, &in, &vj);
-	if (rc < 0) {
-		vsrv__respond_status(c, seq, 503, req->version_minor, close, kidx, head_only, NULL, now);
+	if (vjob_new(kind, &jc, &in, &vj) < 0) {
+		vsrv__respond_status(c, &to, 503, NULL);
 		goto out;
 	}
 	if (vjob_done(vj)) {
-		struct vhttp_response r;
-
-		vhttp_response_init(&r, 200);
-		r.version_minor = req->version_minor;
-		r.close = close || vsrv__closing(srv);
-		vsrv__respond(c, seq, &r, vj, kidx, head_only, now);
+		vsrv__respond_job(c, &to, vj);
 		goto out;
 	}
-	job = vsrv__job_new(c);
+	job = vsrv__job_new(srv, &to, c);
 	if (!job) {
 		vjob_free(vj);
-		vsrv__respond_status(c, seq, 503, req->version_minor, close, kidx, head_only, NULL, now);
+		vsrv__respond_status(c, &to, 503, NULL);
 		goto out;
 	}
 	job->vj = vj;
@@ -331,13 +342,7 @@ static void on_request(struct vsrv_conn *c, struct vhttp_request *req, int64_t n
 		job->held = body_len;
 		vsrv__hold(srv, (int64_t)body_len);
 	}
-	job->seq = seq;
-	job->t0 = now;
-	job->kind = (uint8_t)kidx;
-	job->version_minor = req->version_minor;
-	job->keep_alive = req->keep_alive;
-	job->head_only = head_only;
-	dispatch(c, job, req->version_minor);
+	dispatch(c, job);
 out:
 	vhttp_request_free(req);
 }
@@ -381,7 +386,6 @@ static void note_phase(struct vsrv_conn *c, int64_t now)
 
 static bool conn_parse(struct vsrv_conn *c, int64_t now)
 {
-	struct vsrv *srv = c->srv;
 	bool progress = false;
 
 	while (can_parse(c)) {
@@ -403,11 +407,9 @@ static bool conn_parse(struct vsrv_conn *c, int64_t now)
 			break;
 		case VHTTP_EV_ERROR:
 			status = vhttp_parser_error(c->parser, &reason);
-			VSRV_INC(srv, requests);
 			vb_log_rl(&vsrv__conn_rl, LOG_INFO, "connection fd %d: %d: %s", c->io.fd,
 				  status, reason ? reason : "bad request");
-			vsrv__respond_status(c, c->next_seq++, status, 1, true, srv->kind_other, false,
-				       NULL, now);
+			respond_unparsed(c, status, now);
 			c->rd = VSRV_RD_DONE;
 			c->linger = true;
 			break;
@@ -529,14 +531,14 @@ static bool conn_timeouts(struct vsrv_conn *c, int64_t now)
 		c->probe_at = now + VSRV_PROBE_NS;
 		if (peer_reset(c)) {
 			VSRV_INC(srv, client_resets);
-			conn_abort(c, "reset by peer (seen while not reading)");
+			vsrv__conn_abort(c, "reset by peer (seen while not reading)");
 			return true;
 		}
 	}
 
 	if (sd && now >= sd && !send_progressed(c, now)) {
 		VSRV_INC(srv, timeouts_send);
-		conn_abort(c, "send timeout");
+		vsrv__conn_abort(c, "send timeout");
 		return true;
 	}
 	if (!rd || now < rd)
@@ -544,7 +546,7 @@ static bool conn_timeouts(struct vsrv_conn *c, int64_t now)
 	if (c->lingering) {
 		c->lingering = false;
 		c->linger = false;
-		conn_abort(c, NULL); /* answered already: nothing to drop */
+		vsrv__conn_abort(c, NULL); /* answered already: nothing to drop */
 		return true;
 	}
 	switch (c->phase) {
@@ -554,8 +556,7 @@ static bool conn_timeouts(struct vsrv_conn *c, int64_t now)
 			VSRV_INC(srv, timeouts_header);
 		else
 			VSRV_INC(srv, timeouts_body);
-		VSRV_INC(srv, requests);
-		vsrv__respond_status(c, c->next_seq++, 408, 1, true, srv->kind_other, false, NULL, now);
+		respond_unparsed(c, 408, now);
 		break;
 	default:
 		VSRV_INC(srv, timeouts_idle);
@@ -686,7 +687,7 @@ static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
 		if (n <= 0 || c->linger_bytes > LINGER_BYTES) {
 			c->lingering = false;
 			c->linger = false;
-			conn_abort(c, NULL);
+			vsrv__conn_abort(c, NULL);
 		}
 		return VRT_READY;
 	}
@@ -697,7 +698,7 @@ static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
 		if (c->rbuf == c->ibuf) {
 			/* The first bytes after idle: now the parser. */
 			if (!conn_take_rx(c)) {
-				conn_abort(c, "out of memory for a parser");
+				vsrv__conn_abort(c, "out of memory for a parser");
 				return VRT_READY;
 			}
 			size_t took = vhttp_parser_feed(c->parser, c->ibuf, (size_t)n);
@@ -716,7 +717,7 @@ static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
 		}
 	} else {
 		VSRV_INC(srv, client_resets);
-		conn_abort(c, n == -ECONNRESET ? "reset by peer" : "receive error");
+		vsrv__conn_abort(c, n == -ECONNRESET ? "reset by peer" : "receive error");
 	}
 	return VRT_READY;
 }
@@ -752,7 +753,7 @@ static enum vrt_poll conn_send(struct vsrv_conn *c, int64_t now, bool *progress)
 	*progress = true;
 	if (res < 0) {
 		VSRV_INC(c->srv, client_resets);
-		conn_abort(c, res == -EPIPE || res == -ECONNRESET ? "reset by peer while sending"
+		vsrv__conn_abort(c, res == -EPIPE || res == -ECONNRESET ? "reset by peer while sending"
 								 : "send error");
 		return VRT_READY;
 	}
@@ -835,7 +836,7 @@ static enum vrt_poll conn_poll(struct vrt_task *t)
 			VSRV_INC(c->srv, requests);
 			VSRV_INC(c->srv, requests_dropped);
 		}
-		conn_abort(c, "cut at shutdown");
+		vsrv__conn_abort(c, "cut at shutdown");
 		conn_release(c);
 		vio_conn_abandon(&c->io);
 		conn_finish(c);
@@ -858,15 +859,8 @@ static enum vrt_poll conn_poll(struct vrt_task *t)
 			if (st != VCH_PENDING) {
 				c->pending = NULL;
 				progress = true;
-				if (st != VCH_OK) { /* closed: shutting down */
-					uint64_t seq = job->seq;
-					bool close = !job->keep_alive, head_only = job->head_only;
-					unsigned kind = job->kind;
-					uint8_t vm = job->version_minor;
-					int64_t t0 = job->t0;
-					vsrv__job_free(c->srv, job);
-					vsrv__respond_status(c, seq, 503, vm, close, kind, head_only, NULL, t0);
-				}
+				if (st != VCH_OK) /* closed: shutting down */
+					refuse_job(c, job);
 			}
 		}
 		if (c->rx_busy && !c->aborting) {

@@ -104,6 +104,21 @@ enum vsrv_jstage { VSRV_J_NONE, VSRV_J_PARSE, VSRV_J_EXEC, VSRV_J_WRITE, VSRV_J_
 struct vsrv_conn;
 
 /*
+ * Where and how a request's answer goes: its place in the connection's
+ * order, its statistics and the answer's framing. Made by the parse stage,
+ * carried by the job, passed by pointer to every answer.
+ */
+struct vsrv_reply_to {
+	uint64_t seq;             /* per-connection request number */
+	int64_t t0;               /* parse time (vb_now_ns) */
+	uint8_t kind;             /* statistics index */
+	uint8_t version_minor;    /* HTTP/1.<minor> of the request */
+	bool close;               /* the answer closes the connection (the
+				   * request's wish; the encoded answer's fact) */
+	bool head_only;           /* HEAD: no body bytes */
+};
+
+/*
  * A request on its way: created by the parse stage, stepped by an exec task,
  * encoded by a writer, sent by the connection. One thread at a time (the
  * channels order the hand-overs).
@@ -111,18 +126,12 @@ struct vsrv_conn;
 struct vsrv_job {
 	struct vsrv_conn *conn;   /* task reference held until deposited */
 	struct vjob *vj;          /* NULL for an answer made by the server itself */
-	struct vsrv_job *next;    /* exec run queue */
-	uint64_t seq;             /* per-connection request number */
-	int64_t t0;               /* parse time (vb_now_ns) */
-	uint8_t kind;             /* statistics index */
+	struct vsrv_job *next;    /* exec run queue; the per-worker cache */
+	struct vsrv_reply_to to;
 	uint8_t stage;            /* enum vsrv_jstage, for the gauges */
-	uint8_t version_minor;
-	bool keep_alive;
-	bool head_only;           /* HEAD: no body bytes */
-	bool close;               /* encoded with Connection: close */
-	size_t held;              /* bytes charged to srv->inflight (vsrv__hold) */
 	uint16_t head_len;
 	int status;
+	size_t held;              /* bytes charged to srv->inflight (vsrv__hold) */
 	const uint8_t *body;      /* bytes after the head (vj's result) */
 	size_t body_len;
 	char head[VHTTP_HEAD_MAX];
@@ -382,8 +391,11 @@ static inline struct vsrv_wstats *vsrv__ws(struct vsrv *srv)
 
 /* Move a job's gauge from its stage to `to` (VSRV_J_NONE: leaves). */
 void vsrv__job_stage(struct vsrv *srv, struct vsrv_job *job, enum vsrv_jstage to);
-/* Allocate a job for conn (takes a connection reference). NULL on ENOMEM. */
-struct vsrv_job *vsrv__job_new(struct vsrv_conn *c);
+/* Allocate a job answering `to`. With c, a job in flight: it takes a
+ * reference on c's task; NULL: a job its slot owns (made by the task
+ * itself). NULL on ENOMEM. */
+struct vsrv_job *vsrv__job_new(struct vsrv *srv, const struct vsrv_reply_to *to,
+			       struct vsrv_conn *c);
 /* Free a job: its vjob, its gauge, its connection reference (if held). */
 void vsrv__job_free(struct vsrv *srv, struct vsrv_job *job);
 /* Encode job's head from its result (writer, or parse stage). */
@@ -461,14 +473,22 @@ void vsrv__access_note(struct vsrv_conn *c, uint64_t seq, const char *method, co
 void vsrv__batch_done(struct vsrv_conn *c, int64_t now);
 void vsrv__batch_free_jobs(struct vsrv *srv, struct vsrv_batch *b);
 void vsrv__batch_reset(struct vsrv_batch *b);
-/* Answer request seq: vj's result (owned) or r's status with a text body. */
-void vsrv__respond(struct vsrv_conn *c, uint64_t seq, struct vhttp_response *r,
-		   struct vjob *vj, unsigned kind, bool head_only, int64_t t0);
-void vsrv__respond_status(struct vsrv_conn *c, uint64_t seq, int status, uint8_t version_minor,
-			  bool close, unsigned kind, bool head_only, const char *allow, int64_t t0);
+/* A response for `to` with this status: version, and close when `to` asks
+ * or the server is closing (vsrv__closing). */
+void vsrv__reply_init(struct vsrv *srv, struct vhttp_response *r, const struct vsrv_reply_to *to,
+		      int status);
+/* Answer `to` from the parse stage with vj's result (vj owned). */
+void vsrv__respond_job(struct vsrv_conn *c, const struct vsrv_reply_to *to, struct vjob *vj);
+/* Answer `to` with a status and a short text body (errors, 408, 404, 405
+ * with its Allow, shed 503 with Retry-After). */
+void vsrv__respond_status(struct vsrv_conn *c, const struct vsrv_reply_to *to, int status,
+			  const char *allow);
 
 /* conn.c */
 extern const struct vrt_task_vtable vsrv__conn_vt;
+/* Stop at once: nothing more is sent, the socket closes; the first
+ * reason is logged if requests are dropped. The one way to abort. */
+void vsrv__conn_abort(struct vsrv_conn *c, const char *reason);
 /* Create the connection for an accepted fd (closes fd on failure). */
 int vsrv__conn_new(struct vsrv *srv, int fd, struct vsrv_conn **out);
 /* A connection ended: open count, acceptors. */

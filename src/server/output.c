@@ -67,7 +67,8 @@ static void batch_add_job(struct vsrv_conn *c, struct vsrv_job *job)
 						    .iov_len = job->body_len };
 		b->bytes += job->body_len;
 	}
-	batch_meta(c, job, job->kind, job->status, job->t0, job->close, job->head_len + job->body_len);
+	batch_meta(c, job, job->to.kind, job->status, job->to.t0, job->to.close,
+		   job->head_len + job->body_len);
 }
 
 void vsrv__batch_free_jobs(struct vsrv *srv, struct vsrv_batch *b)
@@ -190,15 +191,23 @@ static int strip_body(char *buf, int n)
 	return end ? (int)(end + 4 - buf) : n;
 }
 
+void vsrv__reply_init(struct vsrv *srv, struct vhttp_response *r, const struct vsrv_reply_to *to,
+		      int status)
+{
+	vhttp_response_init(r, status);
+	r->version_minor = to->version_minor;
+	r->close = to->close || vsrv__closing(srv);
+}
+
 /*
- * Answer request `seq` from the parse stage. With vj (a finished job,
- * owned: freed here or by the job that carries it) the answer is its
- * result; without, r's status with a short text body. Straight into the
- * batch when it is next in order and fits, otherwise through a job in the
- * request's slot, collected in turn.
+ * Answer `to` from the parse stage. With vj (a finished job, owned: freed
+ * here or by the job that carries it) the answer is its result; without,
+ * r's status with a short text body. Straight into the batch when it is
+ * next in order and fits, otherwise through a job in the request's slot,
+ * collected in turn.
  */
-void vsrv__respond(struct vsrv_conn *c, uint64_t seq, struct vhttp_response *r,
-		    struct vjob *vj, unsigned kind, bool head_only, int64_t t0)
+static void respond(struct vsrv_conn *c, const struct vsrv_reply_to *to, struct vhttp_response *r,
+		    struct vjob *vj)
 {
 	struct vsrv *srv = c->srv;
 	const struct vjob_result *res = vj ? vjob_result(vj) : NULL;
@@ -210,75 +219,74 @@ void vsrv__respond(struct vsrv_conn *c, uint64_t seq, struct vhttp_response *r,
 		r->content_length = res->body_len;
 		r->content_type = res->content_type;
 	}
-	if (seq == c->collect_seq && vsrv__batch_open(c) && vsrv__batch_get(c)) {
+	if (to->seq == c->collect_seq && vsrv__batch_open(c) && vsrv__batch_get(c)) {
 		char *dst = c->out->buf + c->out->buf_len;
 		size_t room = VSRV_OBUF - c->out->buf_len;
 
 		n = res ? vhttp_response_head(r, dst, room) : vhttp_response_text(r, NULL, dst, room);
-		if (n >= 0 && res && !head_only) {
+		if (n >= 0 && res && !to->head_only) {
 			if (room - (size_t)n >= res->body_len) {
 				memcpy(dst + n, res->body, res->body_len);
 				n += (int)res->body_len;
 			} else {
 				n = -ENOSPC;
 			}
-		} else if (n >= 0 && head_only && !res) {
+		} else if (n >= 0 && to->head_only && !res) {
 			n = strip_body(dst, n);
 		}
 		if (n >= 0) {
 			batch_add_raw(c, (size_t)n);
-			batch_meta(c, NULL, kind, r->status, t0, r->close, (size_t)n);
+			batch_meta(c, NULL, to->kind, r->status, to->t0, r->close, (size_t)n);
 			c->collect_seq++;
 			vjob_free(vj);
 			return;
 		}
 	}
 	/* A job the slot owns: no connection reference (we are the task). */
-	job = malloc(sizeof(*job));
+	job = vsrv__job_new(srv, to, NULL);
 	if (!job) {
 		vjob_free(vj);
-		c->aborting = true;
-		c->close_reason = "out of memory for a response";
-		c->rd = VSRV_RD_DONE;
+		vsrv__conn_abort(c, "out of memory for a response");
 		return;
 	}
-	memset(job, 0, offsetof(struct vsrv_job, head));
 	job->vj = vj;
-	job->seq = seq;
-	job->t0 = t0;
-	job->kind = (uint8_t)kind;
 	job->status = r->status;
-	job->close = r->close;
+	job->to.close = r->close;
 	if (res) {
 		n = vhttp_response_head(r, job->head, sizeof(job->head));
-		if (!head_only) {
+		if (!to->head_only) {
 			job->body = res->body;
 			job->body_len = res->body_len;
 		}
 	} else {
 		n = vhttp_response_text(r, NULL, job->head, sizeof(job->head));
-		if (n >= 0 && head_only)
+		if (n >= 0 && to->head_only)
 			n = strip_body(job->head, n);
 	}
 	VB_BUG_ON(n < 0); /* our own heads always fit VHTTP_HEAD_MAX */
 	job->head_len = (uint16_t)n;
 	vsrv__job_stage(srv, job, VSRV_J_SEND);
-	atomic_store_explicit(&c->slots[seq & c->slot_mask], job, memory_order_relaxed);
+	/* Relaxed: the task stores into its own slot (conn.c's Ordering block). */
+	atomic_store_explicit(&c->slots[to->seq & c->slot_mask], job, memory_order_relaxed);
 }
 
-/* An answer with status only (errors, 408, 404, shed). */
-void vsrv__respond_status(struct vsrv_conn *c, uint64_t seq, int status, uint8_t version_minor,
-			   bool close, unsigned kind, bool head_only, const char *allow,
-			   int64_t t0)
+void vsrv__respond_job(struct vsrv_conn *c, const struct vsrv_reply_to *to, struct vjob *vj)
 {
 	struct vhttp_response r;
 
-	vhttp_response_init(&r, status);
-	r.version_minor = version_minor;
-	r.close = close || vsrv__closing(c->srv);
-	r.allow = allow;
+	vsrv__reply_init(c->srv, &r, to, 200);
+	respond(c, to, &r, vj);
+}
+
+void vsrv__respond_status(struct vsrv_conn *c, const struct vsrv_reply_to *to, int status,
+			  const char *allow)
+{
+	struct vhttp_response r;
 	unsigned retry_after_s = vsrv__live(c->srv, retry_after_s);
+
+	vsrv__reply_init(c->srv, &r, to, status);
+	r.allow = allow;
 	if (status == 503 && retry_after_s)
 		r.retry_after_s = (int)retry_after_s;
-	vsrv__respond(c, seq, &r, NULL, kind, head_only, t0);
+	respond(c, to, &r, NULL);
 }

@@ -54,16 +54,22 @@ void vsrv__job_stage(struct vsrv *srv, struct vsrv_job *job, enum vsrv_jstage to
 	job->stage = (uint8_t)to;
 }
 
-struct vsrv_job *vsrv__job_new(struct vsrv_conn *c)
+struct vsrv_job *vsrv__job_new(struct vsrv *srv, const struct vsrv_reply_to *to,
+			       struct vsrv_conn *c)
 {
-	/* Only the head fields need zeroing; head[] is written by encode. */
+	/* Only the fields before head[] need zeroing; head[] is written by
+	 * encode. */
 	struct vsrv_job *job = malloc(sizeof(*job));
 
+	(void)srv;
 	if (!job)
 		return NULL;
 	memset(job, 0, offsetof(struct vsrv_job, head));
-	job->conn = c;
-	vrt_task_ref(&c->task);
+	job->to = *to;
+	if (c) {
+		job->conn = c;
+		vrt_task_ref(&c->task);
+	}
 	return job;
 }
 
@@ -84,19 +90,16 @@ void vsrv__job_encode(struct vsrv *srv, struct vsrv_job *job)
 	struct vhttp_response r;
 	int n;
 
-	vhttp_response_init(&r, res->status);
-	r.content_length = res->body_len;
-	r.content_type = res->content_type;
-	r.version_minor = job->version_minor;
 	/* A drain that starts right after this misses one "Connection:
 	 * close"; the connection still closes after it. */
-	r.close = !job->keep_alive || vsrv__closing(srv);
+	vsrv__reply_init(srv, &r, &job->to, res->status);
+	r.content_length = res->body_len;
+	r.content_type = res->content_type;
 	n = vhttp_response_head(&r, job->head, sizeof(job->head));
 	if (n < 0) {
 		/* A kind's content type too long for a head: never with the
 		 * built-in kinds. Answer 500 rather than nothing. */
-		vhttp_response_init(&r, 500);
-		r.version_minor = job->version_minor;
+		vsrv__reply_init(srv, &r, &job->to, 500);
 		r.close = true;
 		n = vhttp_response_text(&r, NULL, job->head, sizeof(job->head));
 		VB_BUG_ON(n < 0);
@@ -105,8 +108,8 @@ void vsrv__job_encode(struct vsrv *srv, struct vsrv_job *job)
 		job->body_len = 0;
 	} else {
 		job->status = res->status;
-		job->body = job->head_only ? NULL : res->body;
-		job->body_len = job->head_only ? 0 : res->body_len;
+		job->body = job->to.head_only ? NULL : res->body;
+		job->body_len = job->to.head_only ? 0 : res->body_len;
 		/* A large reply is held until sent: the budget counts the
 		 * larger of request and reply body (echo's are one buffer). */
 		if (res->body_len >= VSRV_HOLD_MIN && res->body_len > job->held) {
@@ -114,7 +117,7 @@ void vsrv__job_encode(struct vsrv *srv, struct vsrv_job *job)
 			job->held = res->body_len;
 		}
 	}
-	job->close = r.close;
+	job->to.close = r.close;
 	job->head_len = (uint16_t)n;
 }
 
@@ -125,7 +128,7 @@ void vsrv__job_deposit(struct vsrv *srv, struct vsrv_job *job)
 	vsrv__job_stage(srv, job, VSRV_J_SEND);
 	job->conn = NULL; /* the slot owns the job now, without a reference */
 	/* [S1] release: publishes the encoded job; pairs with [S2]. */
-	atomic_store_explicit(&c->slots[job->seq & c->slot_mask], job, memory_order_release);
+	atomic_store_explicit(&c->slots[job->to.seq & c->slot_mask], job, memory_order_release);
 	vrt_task_wake(&c->task);   /* we still hold the job's reference */
 	vrt_task_unref(&c->task);  /* may run drop(), which sweeps the slot */
 }
