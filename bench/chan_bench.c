@@ -22,8 +22,9 @@
  * --pin: worker thread k runs on CPU k mod ncpu (mpmc: producers first, then
  * consumers; pingpong: A 0, B 1; paced: producer 0, consumer 1), as the peer.
  * --stats (ours): the channel's counters after the last repetition.
- * --spin-pauses N, --spin-yields N (ours, for exploring): the blocked-thread
- * spin budget in PAUSEs and the yield count (defaults 128 and 4; chan.c).
+ * --spin-pauses N, --spin-yields N (ours, for exploring): the cap of the
+ * blocked-thread spin bound in PAUSEs and the yield count (defaults 512 and
+ * 4; the bound itself adapts to the gaps seen, 128..cap, or 0; chan.c).
  * Threading: the main thread times; workers are plain threads or tasks.
  */
 #include <inttypes.h>
@@ -52,10 +53,14 @@ static bool opt_stats;
 
 /* Channel statistics of the last repetition (--stats). */
 static struct vch_stats last_stats;
+/* The spin bounds (PAUSEs) the sides would use next, at the same moment. */
+static unsigned last_send_bound, last_recv_bound;
 
 static void free_channel(struct vch *ch)
 {
 	vch_stats_get(ch, &last_stats);
+	last_send_bound = vch__spin_bound(atomic_load(&ch->send_stats.gap_avg), vch__spin_budget);
+	last_recv_bound = vch__spin_bound(atomic_load(&ch->recv_stats.gap_avg), vch__spin_budget);
 	vch_free(ch);
 }
 
@@ -500,9 +505,10 @@ static void print_stats(const char *name)
 		return;
 	printf("#   stats %s (last rep): full_events=%" PRIu64 " empty_events=%" PRIu64
 	       " send_spins=%" PRIu64 " recv_spins=%" PRIu64 " send_waits=%" PRIu64
-	       " recv_waits=%" PRIu64 "\n", name, last_stats.full_events, last_stats.empty_events,
-	       last_stats.send_spins, last_stats.recv_spins, last_stats.send_waits,
-	       last_stats.recv_waits);
+	       " recv_waits=%" PRIu64 " send_spin_bound=%u recv_spin_bound=%u\n", name,
+	       last_stats.full_events, last_stats.empty_events, last_stats.send_spins,
+	       last_stats.recv_spins, last_stats.send_waits, last_stats.recv_waits,
+	       last_send_bound, last_recv_bound);
 }
 
 static void run_workload(const struct workload *wl)
@@ -591,7 +597,7 @@ int main(int argc, char **argv)
 	bh_parse(argc, argv, "chan_bench", "voltd-chan", 1, chan_option,
 		 "chan_bench [--reps N] [--warmup N] [--raw] [--csv] [--pin] [--stats] "
 		 "[--spin-pauses N] [--spin-yields N] [FILTER...]");
-	snprintf(config, sizeof(config), "capacity=%d messages=%llu (u64) pin=%s spin=%u pauses + %u yields",
+	snprintf(config, sizeof(config), "capacity=%d messages=%llu (u64) pin=%s spin<=%u pauses (adaptive) + %u yields",
 		 CAP, MESSAGES,
 		 bh_opt.pin ? "thread k -> cpu k mod ncpu (threads only; task workers unpinned)" : "no",
 		 vch__spin_budget, vch__spin_yields);

@@ -38,8 +38,9 @@
  *   attempt re-reads them with [R1]/[R4] and claims with [R2]/[R5]; a thread
  *   never sleeps on what a relaxed look told it, only after [W1] + [W3] and a
  *   failed attempt, so the Dekker argument of waitq.c is unchanged.
- *   wait_hint, spun and the other side statistics: relaxed (a heuristic and
- *   counters; no other data is published through them).
+ *   wait_hint, gap_avg, vch__pause_ps, spun and the other side statistics:
+ *   relaxed (heuristics and counters; no other data is published through
+ *   them).
  */
 #include "chan/internal.h"
 #include "base/time.h"
@@ -62,6 +63,8 @@ const char *vch_status_name(enum vch_status s)
 	}
 	return "?";
 }
+
+static uint32_t pause_ps(void);
 
 int vch__new_at(size_t capacity, uint64_t start, struct vch **out)
 {
@@ -105,8 +108,11 @@ int vch__new_at(size_t capacity, uint64_t start, struct vch **out)
 	atomic_init(&ch->recv_stats.spun, 0);
 	atomic_init(&ch->send_stats.wait_hint, 0);
 	atomic_init(&ch->recv_stats.wait_hint, 0);
+	atomic_init(&ch->send_stats.gap_avg, vch__gap_init);
+	atomic_init(&ch->recv_stats.gap_avg, vch__gap_init);
 	vch__waitq_init(&ch->sendq);
 	vch__waitq_init(&ch->recvq);
+	(void)pause_ps();   /* calibrated once per process, not in a wait */
 	*out = ch;
 	return 0;
 
@@ -375,21 +381,43 @@ void vch_waiter_init(struct vch_waiter *w)
  * chan.h); the budgets are PAUSE counts, like crossbeam-channel's Backoff
  * (1..64 PAUSEs per step), so both scale alike with the machine's state.
  *
- * 1. Spin on the slot itself. The thread watches the ring position it would
- *    claim next (its own side's head or tail word and the slot's stamp; never
- *    the other side's line) and attempts the operation as soon as the stamp
- *    says the value (free slot) is there. Between two looks it pauses
+ * 1. Spin on the slot itself, for a bound that adapts to the gaps this side
+ *    has seen (below). The thread watches the ring position it would claim
+ *    next (its own side's head or tail word and the slot's stamp; never the
+ *    other side's line) and attempts the operation as soon as the stamp says
+ *    the value (free slot) is there. Between two looks it pauses
  *    exponentially longer, 1, 2, then at most VCH_SPIN_PROBE_MAX (4)
  *    pauses, so a value that arrives while the thread spins is taken within
  *    about 100 ns of its arrival, whatever else is queued. There is no batch
- *    threshold: one value is enough. The whole phase is bounded by
- *    VCH_SPIN_BUDGET (128) pauses, ~3 us.
+ *    threshold: one value is enough.
  * 2. A few sched_yield retries (VCH_BLOCK_YIELDS): on a machine with fewer
  *    CPUs than runnable threads, the party we wait for may need our CPU.
  * 3. Register a waiter, re-check ([W3]), sleep on its futex. The other side
  *    wakes the first registered waiter after every single operation that
  *    makes a value (slot) available (vch__waitq_notify), so a sleeper is
  *    woken for one value too.
+ *
+ * The spin bound. A gap is how long a blocked operation waited until it got
+ * its value (free slot), in PAUSEs: counted by phase 1 itself while it
+ * spins (no clock on the fast path), and by the clock from the end of phase
+ * 1 when phase 2 or 3 finished it (vch__pause_ps converts; calibrated once
+ * per process). Each side keeps a running estimate of its recent gaps,
+ * gap_avg on its statistics line (vch__gap_note: it rises by 1/8 of the
+ * difference and falls by 1/2, so one slow value among fast ones does not
+ * stop the spinning and a burst after a pause is spun for again after two
+ * short gaps; a gap counts as at most 4 caps). vch__spin_bound turns it into
+ * phase 1's bound: twice the estimate, at least VCH_SPIN_MIN (128, ~3 us:
+ * ping-pong and streams, whose gaps are a few PAUSEs, keep the old fixed
+ * budget and ride out a preemption or an interrupt) and at most the cap
+ * VCH_SPIN_CAP (512, ~12 us); and 0 when the estimate is past 1.5 caps: the
+ * gaps are long, spinning would only burn the CPU, so phases 1 and 2 are
+ * skipped and the thread sleeps at once. Paced traffic (a value every
+ * 10 us, chan_bench's paced rows) is then caught while spinning instead of
+ * through a futex wake (~6 us at the median, 36 us at p99 pinned, with the
+ * fixed 128). The 1.5 (not 1) leaves room for the futex wake's own latency,
+ * which a slept gap includes: 10 us gaps measured through sleeps (~16 us,
+ * ~670 PAUSEs) still count as short, so a side that once fell back to
+ * sleeping spins again.
  *
  * Batching is adaptive, not a threshold. When the other side streams faster
  * than we consume, taking each value the moment it appears makes both sides
@@ -410,7 +438,8 @@ void vch_waiter_init(struct vch_waiter *w)
  * stream); in ping-pong and paced traffic the hint stays at 0. Batches of
  * ~64 values then emerge only while the other side really keeps ahead.
  */
-#define VCH_SPIN_BUDGET    128  /* pauses in phase 1 (~3 us) */
+#define VCH_SPIN_MIN       128  /* pauses: the least phase 1 spins when it spins (~3 us) */
+#define VCH_SPIN_CAP       512  /* pauses: the most (~12 us); vch__spin_budget */
 #define VCH_SPIN_PROBE_MAX 4    /* pauses between two looks after the second */
 #define VCH_BLOCK_YIELDS   4    /* sched_yield retries in phase 2 */
 #define VCH_HINT_MAX       6    /* first look after at most 2^6 = 64 pauses */
@@ -418,8 +447,62 @@ void vch_waiter_init(struct vch_waiter *w)
 static_assert(VCH_SPIN_PROBE_MAX == 1u << 2, "looks after the second are VCH_SPIN_PROBE_MAX apart");
 
 bool vch__test_park_at_once;
-unsigned vch__spin_budget = VCH_SPIN_BUDGET;
+unsigned vch__spin_budget = VCH_SPIN_CAP;
 unsigned vch__spin_yields = VCH_BLOCK_YIELDS;
+/* Before any gap: the estimate whose bound is VCH_SPIN_MIN (the old budget). */
+const uint32_t vch__gap_init = (VCH_SPIN_MIN / 2) << VCH_GAP_FRAC;
+
+uint32_t vch__gap_note(uint32_t avg, uint64_t gap_pauses, unsigned cap)
+{
+	uint64_t most = 4 * (uint64_t)cap;
+	uint64_t g = (gap_pauses < most ? gap_pauses : most) << VCH_GAP_FRAC;
+	uint64_t a = avg;
+
+	if (g > a)
+		a += (g - a) / 8;
+	else
+		a -= (a - g) / 2;
+	return a > UINT32_MAX ? UINT32_MAX : (uint32_t)a;
+}
+
+unsigned vch__spin_bound(uint32_t avg, unsigned cap)
+{
+	uint64_t a = avg >> VCH_GAP_FRAC;
+	uint64_t b = 2 * a;
+
+	if (a > (uint64_t)cap + cap / 2)
+		return 0;
+	if (b < VCH_SPIN_MIN)
+		b = VCH_SPIN_MIN;
+	return (unsigned)(b < cap ? b : cap);
+}
+
+/* Picoseconds per PAUSE, measured once (0: not yet). Relaxed: any value
+ * measured by any thread will do; it only converts slept time to PAUSEs. */
+static _Atomic uint32_t vch__pause_ps;
+
+static uint32_t pause_ps(void)
+{
+	uint32_t ps = atomic_load_explicit(&vch__pause_ps, memory_order_relaxed);
+	int64_t best = INT64_MAX;
+
+	if (vb_likely(ps))
+		return ps;
+	/* The fastest of three runs of 256: a preemption makes one slower. */
+	for (unsigned k = 0; k < 3; k++) {
+		int64_t t0 = vb_now_ns();
+		for (unsigned i = 0; i < 256; i++)
+			vb_cpu_relax();
+		int64_t dt = vb_now_ns() - t0;
+		if (dt < best)
+			best = dt;
+	}
+	/* Nothing sensible measured (no clock, no PAUSE): the nominal 24 ns. */
+	ps = best > 0 && best < 256 * 1000 ? (uint32_t)(best * 1000 / 256) : 24000;
+	/* Relaxed: see above. */
+	atomic_store_explicit(&vch__pause_ps, ps ? ps : 1, memory_order_relaxed);
+	return ps ? ps : 1;
+}
 
 static inline enum vch_status attempt(struct vch *ch, unsigned dir, uint64_t *v)
 {
@@ -455,21 +538,23 @@ static inline void set_hint(struct vch_side_stats *st, unsigned old, unsigned hi
 		atomic_store_explicit(&st->wait_hint, hint, memory_order_relaxed);
 }
 
-/* Phases 1 and 2. Returns `busy` when the thread should register and sleep. */
-static enum vch_status spin_wait(struct vch *ch, unsigned dir, uint64_t *v,
-				 struct vch_side_stats *st, int64_t deadline_ns)
+/* Phase 1, at most `bound` pauses. Returns `busy` when it ran out; *spent:
+ * the pauses it took. */
+static enum vch_status spin_phase(struct vch *ch, unsigned dir, uint64_t *v,
+				  struct vch_side_stats *st, unsigned bound, unsigned *spent)
 {
 	const enum vch_status busy = dir == VCH_DIR_SEND ? VCH_FULL : VCH_EMPTY;
 	/* Relaxed: see set_hint. */
 	unsigned hint = atomic_load_explicit(&st->wait_hint, memory_order_relaxed);
 	unsigned pauses = 1u << (hint < VCH_HINT_MAX ? hint : VCH_HINT_MAX);
-	unsigned spent = 0, looks = 0;
+	unsigned looks = 0;
 	enum vch_status r;
 
-	while (spent < vch__spin_budget) {
+	*spent = 0;
+	while (*spent < bound) {
 		for (unsigned i = 0; i < pauses; i++)
 			vb_cpu_relax();
-		spent += pauses;
+		*spent += pauses;
 		looks++;
 		if (slot_ready(ch, dir)) {
 			r = attempt(ch, dir, v);
@@ -496,6 +581,16 @@ static enum vch_status spin_wait(struct vch *ch, unsigned dir, uint64_t *v,
 		pauses = looks < 2 ? 1u << looks : VCH_SPIN_PROBE_MAX;
 	}
 	set_hint(st, hint, 0);
+	return busy;
+}
+
+/* Phase 2. Returns `busy` when the thread should register and sleep. */
+static enum vch_status yield_phase(struct vch *ch, unsigned dir, uint64_t *v,
+				   struct vch_side_stats *st, int64_t deadline_ns)
+{
+	const enum vch_status busy = dir == VCH_DIR_SEND ? VCH_FULL : VCH_EMPTY;
+	enum vch_status r;
+
 	for (unsigned i = 0; i < vch__spin_yields; i++) {
 		if (deadline_ns >= 0 && vb_now_ns() >= deadline_ns)
 			return VCH_TIMEDOUT;
@@ -510,12 +605,29 @@ static enum vch_status spin_wait(struct vch *ch, unsigned dir, uint64_t *v,
 	return busy;
 }
 
+/* One more gap for the side's estimate. Relaxed: a heuristic like
+ * wait_hint; a lost update between two blocked threads of one side drops
+ * one sample. */
+static void note_gap(struct vch_side_stats *st, uint64_t pauses)
+{
+	uint32_t avg = atomic_load_explicit(&st->gap_avg, memory_order_relaxed);
+	uint32_t next = vch__gap_note(avg, pauses, vch__spin_budget);
+
+	if (next != avg)
+		atomic_store_explicit(&st->gap_avg, next, memory_order_relaxed);
+}
+
 static enum vch_status block_wait(struct vch *ch, unsigned dir, uint64_t *v,
 				  int64_t deadline_ns)
 {
 	const enum vch_status busy = dir == VCH_DIR_SEND ? VCH_FULL : VCH_EMPTY;
 	struct vch_waitq *q = vch__queue_of(ch, dir);
 	struct vch_side_stats *st = dir == VCH_DIR_SEND ? &ch->send_stats : &ch->recv_stats;
+	/* Relaxed: see note_gap. */
+	unsigned bound = vch__spin_bound(atomic_load_explicit(&st->gap_avg, memory_order_relaxed),
+					 vch__spin_budget);
+	uint64_t spun = 0;      /* pauses of phase 1 before t_slow */
+	int64_t t_slow = -1;    /* when phase 1 first ran out (or was skipped) */
 	struct vch_waiter w;
 	enum vch_status r;
 
@@ -524,9 +636,23 @@ static enum vch_status block_wait(struct vch *ch, unsigned dir, uint64_t *v,
 	w.dir = (uint8_t)dir;
 	for (;;) {
 		if (!vch__test_park_at_once) {
-			r = spin_wait(ch, dir, v, st, deadline_ns);
-			if (r != busy)
-				return r;
+			if (bound) {
+				unsigned spent;
+
+				r = spin_phase(ch, dir, v, st, bound, &spent);
+				if (t_slow < 0)
+					spun += spent;
+				if (r != busy)
+					goto done;
+			}
+			if (t_slow < 0)
+				t_slow = vb_now_ns();
+			if (bound) {
+				/* Long gaps skip the yields too: sleep at once. */
+				r = yield_phase(ch, dir, v, st, deadline_ns);
+				if (r != busy)
+					goto done;
+			}
 		}
 		if (deadline_ns >= 0 && vb_now_ns() >= deadline_ns)
 			return VCH_TIMEDOUT;
@@ -545,21 +671,32 @@ static enum vch_status block_wait(struct vch *ch, unsigned dir, uint64_t *v,
 			 * wakeup was meant for some waiter: pass it on. */
 			if (!vch__waitq_remove(q, &w))
 				vch__waitq_notify_one(q);
-			return r;
+			goto done;
 		}
 		if (vch__waiter_sleep(&w, deadline_ns) < 0) {
 			if (vch__waitq_remove(q, &w))
 				return VCH_TIMEDOUT;
 			/* Woken as the deadline passed: use the wakeup. */
 			r = attempt(ch, dir, v);
-			return r == busy ? VCH_TIMEDOUT : r;
+			if (r == busy)
+				return VCH_TIMEDOUT;
+			goto done;
 		}
 		/* Notified: the waker is done with w. The value (slot) it announced
 		 * may already be gone to a spinning thread: then wait again. */
 		r = attempt(ch, dir, v);
 		if (r != busy)
-			return r;
+			goto done;
 	}
+done:
+	if (r == VCH_OK && !vch__test_park_at_once) {
+		uint64_t gap = spun;
+
+		if (t_slow >= 0)
+			gap += (uint64_t)(vb_now_ns() - t_slow) * 1000 / pause_ps();
+		note_gap(st, gap);
+	}
+	return r;
 }
 
 enum vch_status vch_send_timed(struct vch *ch, uint64_t value, int64_t timeout_ns)

@@ -76,18 +76,23 @@ bool vch_is_closed(const struct vch *ch);
 /*
  * Blocking operations for plain threads (never from a task's poll: they
  * would block a worker). A blocked thread spins on the ring slot it waits
- * for, looking at it after 1, 2, then every 4 PAUSEs for at most 128
- * PAUSEs (one PAUSE is ~24 ns on the project's AMD EPYC VM when it is quiet,
- * so ~3 us in all; 47-57 ns per PAUSE was measured while the other vCPU was
- * busy), then retries after sched_yield 4 times, then sleeps on a futex until
- * the other side's next operation wakes it. One value (free slot) is enough
- * to end the wait: there is no batch threshold. Batching is adaptive: while
- * the other side keeps a backlog ahead of us, a side's first look comes up to
- * 64 PAUSEs (~1.5 us) later, so values arrive in runs instead of one cache-
- * line chase per message; a lone value resets it (chan.c explains the rule).
+ * for, looking at it after 1, 2, then every 4 PAUSEs, then retries after
+ * sched_yield 4 times, then sleeps on a futex until the other side's next
+ * operation wakes it. How long it spins adapts to the gaps its side has
+ * waited recently: twice the recent gap, at least 128 PAUSEs and at most 512
+ * (one PAUSE is ~24 ns on the project's AMD EPYC VM when it is quiet, so
+ * ~3 to ~12 us; 47-57 ns per PAUSE was measured while the other vCPU was
+ * busy); when the recent gaps are longer than 1.5 times that cap it does not
+ * spin or yield at all and sleeps at once (chan.c explains the estimate).
+ * One value (free slot) is enough to end the wait: there is no batch
+ * threshold. Batching is adaptive: while the other side keeps a backlog
+ * ahead of us, a side's first look comes up to 64 PAUSEs (~1.5 us) later,
+ * so values arrive in runs instead of one cache-line chase per message; a
+ * lone value resets it (chan.c explains the rule).
  * Timeouts are checked between the phases, so a _timed call may overrun a
- * sub-3-us timeout by the spin phase; likewise a receiver that found the
- * ring empty notices a close only after its spin phase (a few us). The async forms neither spin nor batch.
+ * short timeout by the spin phase (at most ~12 us); likewise a receiver
+ * that found the ring empty notices a close only after its spin phase. The
+ * async forms neither spin nor batch.
  * send: OK / CLOSED; recv: OK / CLOSED. The _timed forms also return
  * TIMEDOUT after timeout_ns (< 0: no limit).
  */

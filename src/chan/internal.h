@@ -72,6 +72,7 @@ struct vch_side_stats {
 	_Atomic uint64_t waits;           /* send_waits / recv_waits */
 	_Atomic uint64_t spun;            /* send_spins / recv_spins */
 	_Atomic uint32_t wait_hint;       /* blocked threads: log2 of the first pause (chan.c) */
+	_Atomic uint32_t gap_avg;         /* blocked threads: recent gap estimate (vch__gap_note) */
 };
 
 struct vch {
@@ -157,11 +158,26 @@ static inline void vch__waitq_notify(struct vch_waitq *q)
 extern bool vch__test_park_at_once;
 
 /* Bench hook (chan_bench --spin-pauses / --spin-yields, for exploring the
- * trade-off; not a voltd setting): the blocked-thread phase 1 budget in
- * PAUSEs and the phase 2 yield count (chan.c: VCH_SPIN_BUDGET,
- * VCH_BLOCK_YIELDS). Set only while no blocking operation is in flight. */
+ * trade-off; not a voltd setting): the most a blocked thread spins in
+ * phase 1, in PAUSEs (the cap of the adaptive bound), and the phase 2 yield
+ * count (chan.c: VCH_SPIN_CAP, VCH_BLOCK_YIELDS). Set only while no
+ * blocking operation is in flight. */
 extern unsigned vch__spin_budget;
 extern unsigned vch__spin_yields;
+
+/*
+ * The blocked-thread spin estimator (chan.c "blocking"), pure functions so
+ * a test can drive it. A gap is how long a blocked operation waited for its
+ * value (free slot), in PAUSEs; the side keeps a running estimate `avg`
+ * (fixed point, VCH_GAP_FRAC fraction bits; VCH_GAP_INIT before any gap).
+ * vch__gap_note returns the estimate after one more gap; vch__spin_bound
+ * the PAUSEs to spin for the next wait given the estimate and the cap
+ * (vch__spin_budget): 0 means "gaps are long: do not spin, sleep at once".
+ */
+#define VCH_GAP_FRAC 3u
+uint32_t vch__gap_note(uint32_t avg, uint64_t gap_pauses, unsigned cap);
+unsigned vch__spin_bound(uint32_t avg, unsigned cap);
+extern const uint32_t vch__gap_init;
 
 /* Bounded exponential back-off (an in-flight claim, a waker finishing):
  * pause 2^step times up to 2^6, then yield. */

@@ -4,7 +4,8 @@
  * thread: random sequences of try_send / try_recv / timed ops / close for
  * capacities 1, 2, 3, 100, 1024 (power of two and not), with positions
  * starting at 0 and just before the 64-bit wrap; close in every fill state;
- * statistics; argument checks. Seed: VOLTD_TEST_SEED (printed).
+ * statistics; argument checks; the blocked-thread spin estimator driven
+ * with given gaps. Seed: VOLTD_TEST_SEED (printed).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -334,6 +335,78 @@ static void test_poll_outside_task(void **state)
 	vch_free(ch);
 }
 
+/* Feed n gaps of g PAUSEs to the estimate. */
+static uint32_t gaps(uint32_t avg, unsigned n, uint64_t g, unsigned cap)
+{
+	while (n--)
+		avg = vch__gap_note(avg, g, cap);
+	return avg;
+}
+
+/* The blocked-thread spin bound (chan.c "blocking") from given gaps, with
+ * the default cap (512 PAUSEs, ~12 us at 24 ns a PAUSE). */
+static void test_spin_estimator(void **state)
+{
+	const unsigned cap = 512;
+	uint32_t a = vch__gap_init;
+	unsigned n;
+
+	/* Before any gap: the old fixed budget. */
+	assert_int_equal(vch__spin_bound(a, cap), 128);
+	assert_int_equal(vch__spin_budget, cap);
+	/* Ping-pong or a stream (gaps of a few PAUSEs): the floor. */
+	assert_int_equal(vch__spin_bound(gaps(a, 50, 5, cap), cap), 128);
+	/* Gaps of 200 PAUSEs: twice that (the estimate stops within a
+	 * fraction of a PAUSE of the gap). */
+	n = vch__spin_bound(gaps(a, 60, 200, cap), cap);
+	assert_in_range(n, 396, 400);
+	/* A value every 10 us (~400 PAUSEs): 2 x 400 capped at 512, so the
+	 * next value is caught while spinning. */
+	a = gaps(a, 60, 400, cap);
+	assert_int_equal(vch__spin_bound(a, cap), cap);
+	/* One slow value (1 ms) among them does not stop the spinning... */
+	assert_int_equal(vch__spin_bound(gaps(a, 1, 41667, cap), cap), cap);
+	/* ...two in a row do: the gaps are long, give up at once. */
+	a = gaps(a, 2, 41667, cap);
+	assert_int_equal(vch__spin_bound(a, cap), 0);
+	a = gaps(a, 100, 41667, cap);
+	assert_int_equal(vch__spin_bound(a, cap), 0);
+	/* Paced again: 10 us gaps measured through futex sleeps (~670 PAUSEs
+	 * with the wake's latency) bring the spinning back within 4 gaps... */
+	for (n = 0; vch__spin_bound(a, cap) == 0 && n < 100; n++)
+		a = vch__gap_note(a, 670, cap);
+	assert_in_range(n, 1, 4);
+	/* ...and keep it while they are measured that way. */
+	a = gaps(a, 100, 670, cap);
+	assert_int_equal(vch__spin_bound(a, cap), cap);
+	/* Gaps just past 1.5 caps (~19 us): sleep at once. */
+	assert_int_equal(vch__spin_bound(gaps(a, 100, 800, cap), cap), 0);
+	/* The bench hook --spin-pauses 0 never spins. */
+	assert_int_equal(vch__spin_bound(vch__gap_init, 0), 0);
+	assert_int_equal(vch__spin_bound(gaps(vch__gap_init, 50, 5, 0), 0), 0);
+
+	/* Random caps and gaps: the bound is 0 exactly when the estimate is
+	 * past 1.5 caps, else between min(128, cap) and cap. */
+	struct vb_rng r;
+	vb_rng_seed(&r, seed);
+	for (unsigned i = 0; i < 20000; i++) {
+		unsigned c = (unsigned)(vb_rng_next32(&r) % 4096);
+		uint64_t g = vb_rng_next32(&r) % (vb_rng_next32(&r) % 2 ? 1000 : 100000);
+		uint32_t x = vch__gap_note((uint32_t)(vb_rng_next32(&r) % (1u << 20)), g, c);
+		unsigned b = vch__spin_bound(x, c);
+		uint64_t est = x >> VCH_GAP_FRAC;
+
+		if (est > c + c / 2) {
+			assert_int_equal(b, 0);
+		} else {
+			assert_true(b <= c);
+			assert_true(b >= (c < 128 ? c : 128));
+			assert_true(b >= (2 * est < c ? 2 * est : c));
+		}
+	}
+	(void)state;
+}
+
 int main(void)
 {
 	const char *env = getenv("VOLTD_TEST_SEED");
@@ -345,6 +418,7 @@ int main(void)
 		cmocka_unit_test(test_timeouts),
 		cmocka_unit_test(test_args),
 		cmocka_unit_test(test_poll_outside_task),
+		cmocka_unit_test(test_spin_estimator),
 	};
 
 	seed = env ? strtoull(env, NULL, 0) : (uint64_t)vb_now_ns();

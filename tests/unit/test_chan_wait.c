@@ -2,7 +2,7 @@
 /*
  * tests/unit/test_chan_wait.c: the waiting paths, one scenario at a time.
  * Threads: a blocked receiver / sender is woken by the other side; close
- * wakes every blocked thread; timed waits. Tasks (a 1-worker runtime, so the
+ * wakes every blocked thread; timed waits; long gaps stop the spinning. Tasks (a 1-worker runtime, so the
  * order of polls is known): a pending receiver / sender is woken; several
  * waiters (fast slot, then list) each get one value; cancel removes the
  * waiter and drops the channel's task reference; a wakeup that reaches a task
@@ -116,6 +116,36 @@ static void test_thread_send_woken(void **state)
 	assert_int_equal(t.r, VCH_OK);
 	assert_int_equal(vch_recv(ch, &x), VCH_OK);
 	assert_int_equal(x, 2);
+	vch_free(ch);
+}
+
+/* A receiver that keeps waiting long (each value comes >= 10 ms after it
+ * fell asleep) feeds its side's gap estimate through the real blocking
+ * path, and after a few such gaps the side no longer spins at all: the
+ * bound is 0 (chan.c "blocking"). Load only makes the gaps longer. */
+static void test_thread_long_gaps_stop_spinning(void **state)
+{
+	struct vch *ch;
+	struct thr t;
+	unsigned n;
+
+	assert_int_equal(vch_new(4, &ch), 0);
+	assert_int_equal(vch__spin_bound(atomic_load(&ch->recv_stats.gap_avg), vch__spin_budget), 128);
+	for (n = 1; n <= 8; n++) {
+		thr_start(&t, ch, false, 0, -1);
+		wait_for_waits(ch, false, n);   /* asleep on its futex */
+		sleep_ms(10);
+		assert_int_equal(vch_send(ch, n), VCH_OK);
+		pthread_join(t.tid, NULL);
+		assert_int_equal(t.r, VCH_OK);
+		assert_int_equal(t.value, n);
+		if (vch__spin_bound(atomic_load(&ch->recv_stats.gap_avg), vch__spin_budget) == 0)
+			break;
+	}
+	/* 1/8 of the way to the clamp per gap: the fourth long gap does it. */
+	assert_int_equal(n, 4);
+	/* The send side never waited: its estimate is untouched. */
+	assert_int_equal(atomic_load(&ch->send_stats.gap_avg), vch__gap_init);
 	vch_free(ch);
 }
 
@@ -536,6 +566,7 @@ int main(void)
 		cmocka_unit_test(test_thread_close_wakes_all),
 		cmocka_unit_test(test_thread_many_receivers),
 		cmocka_unit_test(test_thread_timed),
+		cmocka_unit_test(test_thread_long_gaps_stop_spinning),
 	};
 	const struct CMUnitTest tasks[] = {
 		cmocka_unit_test(test_task_recv_woken),
