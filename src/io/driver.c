@@ -226,7 +226,7 @@ void vio__buf_release(struct vio_worker *self, struct vio_buf *b)
 		return;
 	}
 	if (w == self) {
-		vio__uring_buf_recycle(w, b);
+		w->io->be->buf_recycle(w, b);
 		return;
 	}
 	head = atomic_load_explicit(&w->buf_returns, memory_order_relaxed);
@@ -258,7 +258,7 @@ void vio__buf_take_returns(struct vio_worker *w)
 	b = atomic_exchange_explicit(&w->buf_returns, NULL, memory_order_acquire);
 	for (; b; b = next) {
 		next = b->next;
-		vio__uring_buf_recycle(w, b);
+		w->io->be->buf_recycle(w, b);
 	}
 }
 

@@ -197,6 +197,9 @@ struct vio_backend_ops {
 	/* Owner: start / stop accepting on a listening socket. */
 	void (*lsock_arm)(struct vio_worker *w, struct vio_lsock *ls);
 	void (*lsock_stop)(struct vio_worker *w, struct vio_lsock *ls);
+	/* Owner: a provided buffer of w's goes back to the kernel (NULL: the
+	 * backend has no provided buffers). */
+	void (*buf_recycle)(struct vio_worker *w, struct vio_buf *b);
 };
 
 extern const struct vio_backend_ops vio__uring_ops;
@@ -336,7 +339,5 @@ void vio__conn_detached_done(struct vio_worker *w, struct vio_op *op);
 void vio__buf_release(struct vio_worker *self, struct vio_buf *b);
 /* Owner: recycle buffers other workers returned. */
 void vio__buf_take_returns(struct vio_worker *w);
-/* uring.c: put b back in w's buffer ring (owner only). */
-void vio__uring_buf_recycle(struct vio_worker *w, struct vio_buf *b);
 
 #endif

@@ -531,6 +531,18 @@ static void op_cqe(struct vio_worker *w, struct vio_op *op, int res)
 	vio__op_complete(w, op, res);
 }
 
+/* Owner: give a provided buffer back to the kernel (buf_recycle). */
+static void ur_buf_recycle(struct vio_worker *w, struct vio_buf *b)
+{
+	struct vio_uring_w *uw = uw_of(w);
+
+	io_uring_buf_ring_add(uw->br, vio__buf_data(b), w->buf_size, b->bid, (int)uw->br_mask, 0);
+	io_uring_buf_ring_advance(uw->br, 1);
+	atomic_store_explicit(&w->st.bufs_out,
+			      atomic_load_explicit(&w->st.bufs_out, memory_order_relaxed) - 1,
+			      memory_order_relaxed); /* single writer */
+}
+
 static void ms_cqe(struct vio_worker *w, struct vio_op *op, int res, unsigned flags)
 {
 	if (op->wflags & VIO_WF_FAKE_EAGAIN) {
@@ -549,7 +561,7 @@ static void ms_cqe(struct vio_worker *w, struct vio_op *op, int res, unsigned fl
 			VIO_STAT_ADD(w, recv_bytes, (uint64_t)res);
 			vio__conn_rx_push(w, op->conn, b);
 		} else {
-			vio__uring_buf_recycle(w, b);
+			ur_buf_recycle(w, b);
 		}
 	}
 	if (flags & IORING_CQE_F_MORE)
@@ -615,17 +627,6 @@ static void reap(struct vio_worker *w)
 		cqe_dispatch(w, &cqe);
 		uw->dispatching = false;
 	}
-}
-
-void vio__uring_buf_recycle(struct vio_worker *w, struct vio_buf *b)
-{
-	struct vio_uring_w *uw = uw_of(w);
-
-	io_uring_buf_ring_add(uw->br, vio__buf_data(b), w->buf_size, b->bid, (int)uw->br_mask, 0);
-	io_uring_buf_ring_advance(uw->br, 1);
-	atomic_store_explicit(&w->st.bufs_out,
-			      atomic_load_explicit(&w->st.bufs_out, memory_order_relaxed) - 1,
-			      memory_order_relaxed); /* single writer */
 }
 
 /* ------------------------------------------------------------ the loop */
@@ -859,4 +860,5 @@ const struct vio_backend_ops vio__uring_ops = {
 	.cancel = ur_cancel,
 	.lsock_arm = ur_lsock_arm,
 	.lsock_stop = ur_lsock_stop,
+	.buf_recycle = ur_buf_recycle,
 };
