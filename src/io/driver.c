@@ -422,6 +422,8 @@ const struct vb_metric vio_worker_metrics[] = {
 	W(cq_overflow, VB_METRIC_COUNTER, "completion queue overflows"),
 	W(flushes, VB_METRIC_COUNTER, "submissions made right after a task poll (16 queued, or one 200 us old)"),
 	W(migrations, VB_METRIC_COUNTER, "connection operations issued on another worker than the previous one"),
+	W(enters, VB_METRIC_COUNTER, "io_uring_enter system calls (submissions, waits, completion runs)"),
+	W(quiet_wait_short, VB_METRIC_COUNTER, "park waits past quiet sends that ended with fewer completions than asked (the 1 ms bound: a peer slower than that, or the park's timeout)"),
 	W(timers_armed, VB_METRIC_GAUGE, "timers armed on this worker now"),
 	W(bufs_out, VB_METRIC_GAUGE, "provided buffers held by connections now"),
 };

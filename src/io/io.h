@@ -277,6 +277,8 @@ struct vio_worker_stats {
 	uint64_t sq_full, cq_overflow;
 	uint64_t flushes;          /* io_uring: submissions made after a task poll (not at a poll or park) */
 	uint64_t migrations;       /* connection operations issued on another worker than the previous one */
+	uint64_t enters;           /* io_uring: io_uring_enter calls (libev: 0) */
+	uint64_t quiet_wait_short; /* io_uring: park waits past quiet sends that ended short of their count */
 	uint64_t timers_armed;     /* entries in this worker's timer heap */
 	uint64_t bufs_out;         /* provided buffers currently held by connections */
 };

@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <liburing.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +44,15 @@ enum {
 
 #define BGID 0
 #define REAP_BATCH 64
+
+/* Kernel 6.12's min-timeout wait (io_uring_getevents_arg.min_wait_usec,
+ * `pad` in liburing 2.3's header). */
+#ifndef IORING_FEAT_MIN_TIMEOUT
+#define IORING_FEAT_MIN_TIMEOUT (1U << 15)
+#endif
+/* How long a park that submitted quiet sends waits for one completion
+ * more than those sends (ur_wait). */
+#define QUIET_WAIT_US 1000
 
 /* Test hook (internal.h): feature bits to hide from the probe and from
  * liburing, as an older kernel would not report them. Set before vio_new. */
@@ -68,6 +78,8 @@ struct vio_uring_w {
 	struct io_uring_cqe *cq_stash;
 	unsigned stash_head, stash_tail, stash_cap;
 	bool dispatching;           /* inside cqe_dispatch (nesting is a bug) */
+	bool min_wait;              /* the kernel has IORING_FEAT_MIN_TIMEOUT */
+	bool submit_due;            /* a poll left SQEs queued: the next flush submits them */
 	int64_t sq_since;           /* when the oldest unsubmitted SQE was taken */
 	uint64_t test_rng;          /* vio__uring_test_eagain_permille's draws */
 	struct io_uring_buf_ring *br;
@@ -159,6 +171,13 @@ static int buf_ring_register(struct io_uring *ring, struct io_uring_buf_ring *br
 	return io_uring_register_buf_ring(ring, &reg, 0);
 }
 
+/* The park's wait with quiet sends (ur_wait) needs the kernel's
+ * min-timeout wait; without it a keep-alive request costs two enters. */
+static const char *min_timeout_text(const struct io_uring_params *p)
+{
+	return p->features & IORING_FEAT_MIN_TIMEOUT ? "; min-timeout wait" : "";
+}
+
 int vio__uring_probe(struct vio *io, char *why, size_t whylen)
 {
 	const struct vio_config *cfg = &io->cfg;
@@ -226,13 +245,14 @@ int vio__uring_probe(struct vio *io, char *why, size_t whylen)
 	}
 	flags_text(flags, ftext, sizeof(ftext));
 	if (io->pbuf_ok)
-		snprintf(why, whylen, "%s; sq %u, cq %u; multishot recv, %u x %u B buffers/worker",
+		snprintf(why, whylen, "%s; sq %u, cq %u; multishot recv, %u x %u B buffers/worker%s",
 			 ftext, p.sq_entries, p.cq_entries, cfg->recv_buffers,
-			 cfg->recv_buffer_size);
+			 cfg->recv_buffer_size, min_timeout_text(&p));
 	else
-		snprintf(why, whylen, "%s; sq %u, cq %u; plain recv%s", ftext, p.sq_entries,
+		snprintf(why, whylen, "%s; sq %u, cq %u; plain recv%s%s", ftext, p.sq_entries,
 			 p.cq_entries,
-			 cfg->recv_buffers && cfg->recv_multishot ? " (no buffer rings)" : "");
+			 cfg->recv_buffers && cfg->recv_multishot ? " (no buffer rings)" : "",
+			 min_timeout_text(&p));
 out:
 	io_uring_queue_exit(&ring);
 	return r;
@@ -274,6 +294,50 @@ static unsigned stash_cqes(struct vio_uring_w *uw)
 	return n;
 }
 
+/*
+ * Every io_uring_enter of this backend (counted: enters). With `submit`,
+ * hands the kernel what is queued in the SQ first, as liburing's
+ * __io_uring_flush_sq does (liburing maps SQ slot i to SQE i at setup, so
+ * publishing the tail is all it takes). With IORING_ENTER_GETEVENTS it runs
+ * the ring's deferred task work and waits for min_complete CQEs in the CQ
+ * (those already there count) or `ts`; with min_wait_us, after that long
+ * one CQE is enough (IORING_FEAT_MIN_TIMEOUT). Returns the count submitted
+ * or -errno.
+ */
+static int ring_enter(struct vio_worker *w, bool submit, unsigned min_complete, unsigned flags,
+		      const struct __kernel_timespec *ts, uint32_t min_wait_us)
+{
+	struct vio_uring_w *uw = uw_of(w);
+	struct io_uring_sq *sq = &uw->ring.sq;
+	struct io_uring_getevents_arg arg;
+	unsigned to_submit = 0;
+	long r;
+
+	if (submit) {
+		unsigned tail = sq->sqe_tail;
+
+		if (sq->sqe_head != tail) {
+			sq->sqe_head = tail;
+			/* The syscall orders it (no SQPOLL thread reads it). */
+			IO_URING_WRITE_ONCE(*sq->ktail, tail);
+		}
+		to_submit = tail - IO_URING_READ_ONCE(*sq->khead);
+		uw->submit_due = false;
+	}
+	if (flags & IORING_ENTER_GETEVENTS) {
+		memset(&arg, 0, sizeof(arg));
+		arg.sigmask_sz = _NSIG / 8;
+		arg.pad = min_wait_us; /* min_wait_usec */
+		arg.ts = (uint64_t)(uintptr_t)ts;
+		flags |= IORING_ENTER_EXT_ARG;
+	}
+	VIO_STAT_INC(w, enters);
+	r = syscall(__NR_io_uring_enter, uw->ring.ring_fd, to_submit, min_complete, flags,
+		    (flags & IORING_ENTER_EXT_ARG) ? &arg : NULL,
+		    (flags & IORING_ENTER_EXT_ARG) ? sizeof(arg) : 0);
+	return r < 0 ? -errno : (int)r;
+}
+
 /* An SQE, flushing a full SQ first (never drops a request). */
 static struct io_uring_sqe *get_sqe(struct vio_worker *w)
 {
@@ -287,14 +351,14 @@ static struct io_uring_sqe *get_sqe(struct vio_worker *w)
 		int r;
 
 		VIO_STAT_INC(w, sq_full);
-		r = vio__uring_test_sq_busy ? -EBUSY : io_uring_submit(&uw->ring);
+		r = vio__uring_test_sq_busy ? -EBUSY : ring_enter(w, true, 0, 0, NULL, 0);
 		if (r < 0 && r != -EINTR) {
 			/* -EBUSY / -EAGAIN: the kernel wants the CQ emptied
 			 * first. Stash, never dispatch (stash_cqes). */
-			io_uring_get_events(&uw->ring);
+			ring_enter(w, false, 0, IORING_ENTER_GETEVENTS, NULL, 0);
 			stash_cqes(uw);
 			if (vio__uring_test_sq_busy)
-				io_uring_submit(&uw->ring);
+				ring_enter(w, true, 0, 0, NULL, 0);
 		}
 		VB_BUG_ON(++tries > 100000);
 	}
@@ -631,29 +695,32 @@ static void reap(struct vio_worker *w)
 
 /* ------------------------------------------------------------ the loop */
 
-static bool kernel_has_work(struct vio_uring_w *uw)
-{
-	unsigned f = IO_URING_READ_ONCE(*uw->ring.sq.kflags);
-
-	return io_uring_sq_ready(&uw->ring) || (f & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW));
-}
-
+/*
+ * A poll enters the kernel only when it holds completions for us (deferred
+ * task work, an overflowed CQ); SQEs alone stay queued, marked due: the
+ * runtime follows a poll with a task poll, after which the flush submits
+ * them, or with a park, whose wait submits them in the same enter that
+ * sleeps. So a park costs one io_uring_enter, not two (issue 20 item 1).
+ */
 static void ur_poll(struct vio_worker *w)
 {
 	struct vio_uring_w *uw = uw_of(w);
+	unsigned f = IO_URING_READ_ONCE(*uw->ring.sq.kflags);
 
-	if (IO_URING_READ_ONCE(*uw->ring.sq.kflags) & IORING_SQ_CQ_OVERFLOW)
+	if (f & IORING_SQ_CQ_OVERFLOW)
 		VIO_STAT_INC(w, cq_overflow);
-	if (kernel_has_work(uw))
-		io_uring_submit_and_get_events(&uw->ring);
+	if (f & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))
+		ring_enter(w, true, 0, IORING_ENTER_GETEVENTS, NULL, 0);
+	else if (io_uring_sq_ready(&uw->ring))
+		uw->submit_due = true;
 	if (io_uring_cq_ready(&uw->ring) || uw->stash_head != uw->stash_tail)
 		reap(w);
 }
 
 /* Submissions do not wait for the next poll or park (up to io_poll_interval
- * task polls, milliseconds): after a task poll, 16 queued SQEs or one that
- * waited 200 us go to the kernel (io_uring_submit: no completions are
- * reaped here; the next poll does that). */
+ * task polls, milliseconds): after a task poll, 16 queued SQEs, one that
+ * waited 200 us, or those a poll left due go to the kernel (no completions
+ * are reaped here; the next poll does that). */
 #define FLUSH_BATCH 16
 #define FLUSH_WAIT_NS (200 * 1000)
 
@@ -664,16 +731,51 @@ static void ur_flush(struct vio_worker *w)
 
 	if (n == 0)
 		return;
-	if (n >= FLUSH_BATCH || vb_now_ns() - uw->sq_since >= FLUSH_WAIT_NS) {
+	if (n >= FLUSH_BATCH || uw->submit_due || vb_now_ns() - uw->sq_since >= FLUSH_WAIT_NS) {
 		VIO_STAT_INC(w, flushes);
-		io_uring_submit(&uw->ring);
+		ring_enter(w, true, 0, 0, NULL, 0);
 	}
 }
 
+/* Queued sends whose success wakes nobody (VIO_OP_QUIET: a keep-alive
+ * response that only the next request waits for). */
+static unsigned quiet_sends(struct vio_uring_w *uw)
+{
+	struct io_uring_sq *sq = &uw->ring.sq;
+	unsigned n = 0;
+
+	for (unsigned i = IO_URING_READ_ONCE(*sq->khead); i != sq->sqe_tail; i++) {
+		const struct io_uring_sqe *sqe = &sq->sqes[i & sq->ring_mask];
+		const struct vio_op *op;
+
+		if ((sqe->opcode != IORING_OP_SEND && sqe->opcode != IORING_OP_SENDMSG) ||
+		    (sqe->user_data & TAG_MASK) != TAG_OP)
+			continue;
+		op = (const struct vio_op *)(uintptr_t)sqe->user_data;
+		/* Relaxed: a hint. Set by the task before it waits (on this
+		 * thread, or it was stolen after); a stale value costs an
+		 * enter or at most QUIET_WAIT_US, never a lost wakeup. */
+		if (atomic_load_explicit(&op->state, memory_order_relaxed) & VIO_OP_QUIET)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * The park's sleep: one io_uring_enter submits what is queued and waits.
+ * A quiet send usually completes inside that enter, and its CQE would end
+ * the wait at once, for nothing (it wakes no task): the worker would enter
+ * again to sleep, two enters per keep-alive request. With the kernel's
+ * min-timeout wait the enter asks for one completion more than the quiet
+ * sends it submits, for at most QUIET_WAIT_US; after that any CQE ends it,
+ * so a quiet send that failed (it wakes its task), a kick that arrives
+ * while a quiet send is still in flight, or a task that cleared QUIET from
+ * another worker waits at most that long. A timer's earlier deadline is
+ * kept (the general timeout ends the wait first).
+ */
 static void ur_wait(struct vio_worker *w, int64_t timeout_ns)
 {
 	struct vio_uring_w *uw = uw_of(w);
-	struct io_uring_cqe *cqe = NULL;
 	uint64_t before = uw->io_cqes;
 
 	if (!uw->efd_armed)
@@ -681,14 +783,20 @@ static void ur_wait(struct vio_worker *w, int64_t timeout_ns)
 	if (timeout_ns == 0 || io_uring_cq_ready(&uw->ring) || uw->stash_head != uw->stash_tail ||
 	    (IO_URING_READ_ONCE(*uw->ring.sq.kflags) &
 	     (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))) {
-		io_uring_submit_and_get_events(&uw->ring);
+		ring_enter(w, true, 0, IORING_ENTER_GETEVENTS, NULL, 0);
 	} else {
 		struct __kernel_timespec ts = {
 			.tv_sec = timeout_ns / 1000000000,
 			.tv_nsec = timeout_ns % 1000000000,
 		};
-		io_uring_submit_and_wait_timeout(&uw->ring, &cqe, 1, timeout_ns < 0 ? NULL : &ts,
-						 NULL);
+		unsigned quiet = uw->min_wait ? quiet_sends(uw) : 0;
+
+		ring_enter(w, true, 1 + quiet, IORING_ENTER_GETEVENTS, timeout_ns < 0 ? NULL : &ts,
+			   quiet ? QUIET_WAIT_US : 0);
+		/* Fewer CQEs than asked: the bound (or the timeout) ended it;
+		 * the worker will enter again to sleep. */
+		if (quiet && io_uring_cq_ready(&uw->ring) < 1 + quiet)
+			VIO_STAT_INC(w, quiet_wait_short);
 	}
 	reap(w);
 	if (uw->io_cqes != before)
@@ -767,6 +875,7 @@ static int ur_worker_init(struct vio_worker *w)
 	if (r < 0)
 		goto err_free;
 	uw->ring.features &= ~vio__uring_hide_features; /* what liburing acts on */
+	uw->min_wait = (uw->ring.features & IORING_FEAT_MIN_TIMEOUT) != 0;
 	uw->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (uw->efd < 0) {
 		r = -errno;
@@ -835,10 +944,9 @@ static void ur_worker_stop(struct vio_worker *w)
 		uw->inflight++;
 	}
 	while (uw->inflight && vb_now_ns() < end) {
-		struct io_uring_cqe *cqe;
 		struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = 10 * VB_NS_PER_MS };
 
-		io_uring_submit_and_wait_timeout(&uw->ring, &cqe, 1, &ts, NULL);
+		ring_enter(w, true, 1, IORING_ENTER_GETEVENTS, &ts, 0);
 		reap(w);
 	}
 	if (uw->inflight)
