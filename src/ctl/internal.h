@@ -23,7 +23,7 @@
 
 struct vctl_client;
 
-#define VCTL_MAX_WORKERS 256 /* scheduler.workers at most */
+#define VCTL_MAX_WORKERS VRT_MAX_WORKERS /* scheduler.workers at most */
 
 /* One snapshot of every layer's statistics. */
 struct vctl_snap {

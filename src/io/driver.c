@@ -49,21 +49,22 @@ static bool pow2(unsigned x)
 	return x && !(x & (x - 1));
 }
 
-static int config_check(const struct vio_config *cfg, unsigned workers)
+int vio_config_check(const struct vio_config *cfg, unsigned workers)
 {
-	if (workers < 1 || workers > 256)
+	if (workers < 1 || workers > VRT_MAX_WORKERS)
 		return -EINVAL;
 	if (cfg->backend != VIO_BACKEND_AUTO && cfg->backend != VIO_BACKEND_URING &&
 	    cfg->backend != VIO_BACKEND_LIBEV)
 		return -EINVAL;
-	if (!pow2(cfg->ring_entries) || cfg->ring_entries < 8 || cfg->ring_entries > 32768)
+	if (!pow2(cfg->ring_entries) || cfg->ring_entries < VIO_RING_ENTRIES_MIN ||
+	    cfg->ring_entries > VIO_RING_ENTRIES_MAX)
 		return -EINVAL;
-	if (cfg->recv_buffer_size < 512 || cfg->recv_buffer_size > (1u << 20))
+	if (cfg->recv_buffer_size < VIO_RECV_BUFFER_SIZE_MIN || cfg->recv_buffer_size > VIO_RECV_BUFFER_SIZE_MAX)
 		return -EINVAL;
-	if (cfg->recv_buffers != 0 &&
-	    (!pow2(cfg->recv_buffers) || cfg->recv_buffers < 8 || cfg->recv_buffers > 32768))
+	if (cfg->recv_buffers != 0 && (!pow2(cfg->recv_buffers) || cfg->recv_buffers < VIO_RECV_BUFFERS_MIN ||
+				       cfg->recv_buffers > VIO_RECV_BUFFERS_MAX))
 		return -EINVAL;
-	if (cfg->accept_pause_ms < 1 || cfg->accept_pause_ms > 10000)
+	if (cfg->accept_pause_ms < 1 || cfg->accept_pause_ms > VIO_ACCEPT_PAUSE_MS_MAX)
 		return -EINVAL;
 	return 0;
 }
@@ -277,7 +278,7 @@ int vio_new(const struct vio_config *cfg, unsigned workers, struct vio **out)
 	int r;
 
 	*out = NULL;
-	r = config_check(cfg, workers);
+	r = vio_config_check(cfg, workers);
 	if (r < 0)
 		return r;
 	io = calloc(1, sizeof(*io));

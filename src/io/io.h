@@ -54,20 +54,35 @@ enum vio_backend {
 	VIO_BACKEND_LIBEV = 2, /* libev (epoll) */
 };
 
+/* Bounds of struct vio_config's fields, inclusive: vio_new refuses values
+ * outside them, and voltd.conf's schema (src/voltd/cfg.c) takes its bounds
+ * from here. The small rings and buffer pools are real configurations that
+ * tests use to overflow them. */
+#define VIO_RING_ENTRIES_MIN 8u         /* power of two */
+#define VIO_RING_ENTRIES_MAX 32768u
+#define VIO_RECV_BUFFER_SIZE_MIN 512u
+#define VIO_RECV_BUFFER_SIZE_MAX 1048576u
+#define VIO_RECV_BUFFERS_MIN 8u         /* power of two; or 0 (tests: plain recv) */
+#define VIO_RECV_BUFFERS_MAX 32768u
+#define VIO_ACCEPT_PAUSE_MS_MAX 10000u  /* from 1 */
+
 /* Embedded in the daemon's struct vcfg and filled from voltd.conf's [io]
  * section (src/voltd/cfg.c is the only place its defaults are written);
  * tests and benchmarks fill it themselves (tests/helpers/test_config.h).
  * vio_new copies it. */
 struct vio_config {
 	enum vio_backend backend;
-	unsigned ring_entries;     /* SQ entries per worker ring: 8..32768, power of two */
-	unsigned recv_buffer_size; /* bytes per provided receive buffer: 512..1 MiB */
-	unsigned recv_buffers;     /* provided buffers per worker: 0 (plain recv) or 8..32768, power of two */
+	unsigned ring_entries;     /* SQ entries per worker ring */
+	unsigned recv_buffer_size; /* bytes per provided receive buffer */
+	unsigned recv_buffers;     /* provided buffers per worker: 0 = plain recv */
 	bool recv_multishot;       /* false: plain recv only (ablation and tests) */
 	bool accept_multishot;     /* false: one-shot accept re-armed per connection */
-	unsigned accept_pause_ms;  /* pause of a listener after EMFILE/ENFILE: 1..10000 */
+	unsigned accept_pause_ms;  /* pause of a listener after EMFILE/ENFILE */
 };
 
+
+/* 0 if vio_new accepts cfg and workers, else -EINVAL. Any thread. */
+int vio_config_check(const struct vio_config *cfg, unsigned workers);
 
 /* Create the driver for `workers` runtime workers (1..256), choose the
  * backend and set up every worker's ring or loop (used from the worker

@@ -12,13 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void vjob_config_default(struct vjob_config *c)
-{
-	c->spin_max_n = VJOB_DEFAULT_SPIN_MAX_N;
-	c->sleep_max_ms = VJOB_DEFAULT_SLEEP_MAX_MS;
-	c->slice_us = VJOB_DEFAULT_SLICE_US;
-}
-
 static void set_result(struct vjob *job, int status, const char *ctype, const uint8_t *body,
 		       size_t len, bool owned)
 {

@@ -31,18 +31,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Settings from [jobs]; public fields. */
+/* Settings from [jobs]; public fields. The server fills them from
+ * voltd.conf's [jobs] keys (src/voltd/cfg.c, the only place their defaults
+ * are written); tests start from tcfg_jobs (tests/helpers/test_config.h). */
 struct vjob_config {
 	uint64_t spin_max_n;   /* [jobs] spin_max_n: largest n of /v1/spin */
 	uint64_t sleep_max_ms; /* [jobs] sleep_max_ms: largest ms of /v1/sleep */
 	uint32_t slice_us;     /* [jobs] slice_us: work per vjob_step call */
 };
-
-#define VJOB_DEFAULT_SPIN_MAX_N 1000000000ull
-#define VJOB_DEFAULT_SLEEP_MAX_MS 60000ull
-#define VJOB_DEFAULT_SLICE_US 50u
-
-void vjob_config_default(struct vjob_config *c);
 
 /* The deadline to pass to vjob_step for a slice starting at now_ns
  * (CLOCK_MONOTONIC nanoseconds, as vb_now_ns()). */

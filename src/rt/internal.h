@@ -245,7 +245,7 @@ static inline unsigned vrt__global_interval(double avg_ns, unsigned min, unsigne
 }
 
 /* ------------------------------------------------------------------ worker */
-#define VRT_PREFETCH_MAX 128u
+#define VRT_PREFETCH_MAX VRT_GLOBAL_BATCH_MAX
 
 struct vrt_worker_counters {
 	/* Single writer (the worker, relaxed load+store), read by snapshots. */

@@ -63,7 +63,6 @@
 #define MON_TICK_MIN_MS 10u
 #define MON_TICK_MAX_MS 1000u
 #define MON_DEEP_MS 10000u /* sleep while every worker is parked (a safety bound) */
-#define STALL_WARN_MAX_MS 3600000u
 
 const char *const vrt_worker_state_names[] = {
 	[VRT_WS_RUNNING] = "running", [VRT_WS_SEARCHING] = "searching", [VRT_WS_PARKED] = "parked", NULL,
@@ -194,7 +193,7 @@ void vrt_health(struct vrt *rt, struct vrt_health *out)
 
 int vrt_set_stall_warn_ms(struct vrt *rt, unsigned ms)
 {
-	if (!rt->mon.w || ms > STALL_WARN_MAX_MS)
+	if (!rt->mon.w || ms > VRT_STALL_WARN_MS_MAX)
 		return -EINVAL;
 	/* relaxed: a tunable, read at the next tick. */
 	atomic_store_explicit(&rt->mon.warn_ms, ms, memory_order_relaxed);

@@ -36,24 +36,26 @@
 
 #define REG_NONE UINT32_MAX
 
-static int check_config(const struct vrt_config *c)
+int vrt_config_check(const struct vrt_config *c)
 {
-	if (c->workers < 1 || c->workers > 256)
+	if (c->workers < 1 || c->workers > VRT_MAX_WORKERS)
 		return -EINVAL;
-	if (c->global_interval_min < 1 || c->global_interval_max > 255 ||
+	if (c->global_interval_min < 1 || c->global_interval_max > VRT_GLOBAL_INTERVAL_MAX ||
 	    c->global_interval_min > c->global_interval_max)
 		return -EINVAL;
-	if (c->global_batch_max < 1 || c->global_batch_max > VRT_PREFETCH_MAX)
+	if (c->global_batch_max < 1 || c->global_batch_max > VRT_GLOBAL_BATCH_MAX)
 		return -EINVAL;
-	if (c->lifo_poll_cap < 1 || c->lifo_poll_cap > 16)
+	if (c->lifo_poll_cap < 1 || c->lifo_poll_cap > VRT_LIFO_POLL_CAP_MAX)
 		return -EINVAL;
-	if (c->budget < 1 || c->budget > 4096)
+	if (c->budget < 1 || c->budget > VRT_BUDGET_MAX)
 		return -EINVAL;
-	if (c->park_timeout_ms < 1 || c->park_timeout_ms > 1000)
+	if (c->park_timeout_ms < 1 || c->park_timeout_ms > VRT_PARK_TIMEOUT_MS_MAX)
+		return -EINVAL;
+	if (c->io_poll_interval > VRT_IO_POLL_INTERVAL_MAX)
 		return -EINVAL;
 	if (c->park_ops && (!c->park_ops->park || !c->park_ops->unpark))
 		return -EINVAL;
-	if (c->stall_warn_ms > 3600000)
+	if (c->stall_warn_ms > VRT_STALL_WARN_MS_MAX)
 		return -EINVAL;
 	return 0;
 }
@@ -84,7 +86,7 @@ int vrt_new(const struct vrt_config *cfg, struct vrt **out)
 	int err;
 	uint64_t seed = (uint64_t)getpid() * 0x9E3779B97F4A7C15ull;
 
-	err = check_config(cfg);
+	err = vrt_config_check(cfg);
 	if (err)
 		return err;
 	rt = aligned_alloc(VB_CACHELINE, (sizeof(*rt) + VB_CACHELINE - 1) / VB_CACHELINE * VB_CACHELINE);
@@ -309,7 +311,7 @@ int vrt_set_stealing(struct vrt *rt, bool on)
 
 int vrt_set_global_interval(struct vrt *rt, unsigned min, unsigned max)
 {
-	if (min < 1 || max > 255 || min > max)
+	if (min < 1 || max > VRT_GLOBAL_INTERVAL_MAX || min > max)
 		return -EINVAL;
 	/* relaxed: a worker reading a torn pair clamps min to max. */
 	atomic_store_explicit(&rt->t_gi_min, min, memory_order_relaxed);
@@ -319,7 +321,7 @@ int vrt_set_global_interval(struct vrt *rt, unsigned min, unsigned max)
 
 int vrt_set_lifo_poll_cap(struct vrt *rt, unsigned cap)
 {
-	if (cap < 1 || cap > 16)
+	if (cap < 1 || cap > VRT_LIFO_POLL_CAP_MAX)
 		return -EINVAL;
 	atomic_store_explicit(&rt->t_lifo_cap, cap, memory_order_relaxed); /* relaxed: tunable */
 	return 0;
@@ -327,7 +329,7 @@ int vrt_set_lifo_poll_cap(struct vrt *rt, unsigned cap)
 
 int vrt_set_budget(struct vrt *rt, unsigned budget)
 {
-	if (budget < 1 || budget > 4096)
+	if (budget < 1 || budget > VRT_BUDGET_MAX)
 		return -EINVAL;
 	atomic_store_explicit(&rt->t_budget, budget, memory_order_relaxed); /* relaxed: tunable */
 	return 0;

@@ -185,20 +185,32 @@ struct vrt_park_ops {
 	void (*flush)(void *ctx, unsigned worker);
 };
 
+/* Bounds of struct vrt_config's fields, inclusive (a minimum not named is
+ * 1): vrt_new and the vrt_set_* setters refuse values outside them, and
+ * voltd.conf's schema (src/voltd/cfg.c) takes its bounds from here. */
+#define VRT_MAX_WORKERS 256u
+#define VRT_GLOBAL_INTERVAL_MAX 255u
+#define VRT_GLOBAL_BATCH_MAX 128u
+#define VRT_LIFO_POLL_CAP_MAX 16u
+#define VRT_BUDGET_MAX 4096u
+#define VRT_PARK_TIMEOUT_MS_MAX 1000u
+#define VRT_IO_POLL_INTERVAL_MAX 4096u /* from 0 */
+#define VRT_STALL_WARN_MS_MAX 3600000u /* from 0 */
+
 /* Embedded in the daemon's struct vcfg and filled from voltd.conf's
  * [scheduler] section (src/voltd/cfg.c is the only place its defaults are
  * written); tests and benchmarks fill it themselves
  * (tests/helpers/test_config.h). vrt_new copies it. */
 struct vrt_config {
-	unsigned workers;              /* 1..256 */
+	unsigned workers;              /* 1..VRT_MAX_WORKERS */
 	bool stealing;
-	unsigned global_interval_min;  /* 1..255 */
-	unsigned global_interval_max;  /* 1..255 */
-	unsigned global_batch_max;     /* 1..128 */
+	unsigned global_interval_min;  /* 1..VRT_GLOBAL_INTERVAL_MAX, <= max */
+	unsigned global_interval_max;
+	unsigned global_batch_max;
 	bool lifo_slot;
-	unsigned lifo_poll_cap;        /* 1..16 */
-	unsigned budget;               /* 1..4096 */
-	unsigned park_timeout_ms;      /* 1..1000: bound of a park while work is
+	unsigned lifo_poll_cap;
+	unsigned budget;
+	unsigned park_timeout_ms;      /* bound of a park while work is
 					* queued somewhere (see vrt_park_ops.park) */
 	unsigned io_poll_interval;     /* ticks between park ops poll() while busy;
 					* 0: only before parking */
@@ -208,6 +220,9 @@ struct vrt_config {
 					* thread; voltd.conf: control.stall_warn_ms */
 };
 
+
+/* 0 if vrt_new accepts cfg's values, else -EINVAL. Any thread. */
+int vrt_config_check(const struct vrt_config *cfg);
 
 /* Create the runtime and start its worker threads. 0 or -errno. */
 int vrt_new(const struct vrt_config *cfg, struct vrt **out);
@@ -235,7 +250,7 @@ int vrt_set_stealing(struct vrt *rt, bool on);
 int vrt_set_global_interval(struct vrt *rt, unsigned min, unsigned max);
 int vrt_set_lifo_poll_cap(struct vrt *rt, unsigned cap);
 int vrt_set_budget(struct vrt *rt, unsigned budget);
-/* 0 (detection off; the thread stays) .. 3600000; -EINVAL also when the
+/* 0 (detection off; the thread stays) .. VRT_STALL_WARN_MS_MAX; -EINVAL also when the
  * runtime was created without a monitor (stall_warn_ms = 0 at vrt_new). */
 int vrt_set_stall_warn_ms(struct vrt *rt, unsigned ms);
 

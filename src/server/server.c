@@ -47,12 +47,12 @@
 #include <time.h>
 #include <unistd.h>
 
-static int check_config(const struct vsrv_config *c)
+int vsrv_config_check(const struct vsrv_config *c)
 {
 	if ((c->n_listen == 0 && c->n_fds == 0) || c->n_listen > VSRV_MAX_LISTEN ||
 	    c->n_fds > VSRV_MAX_LISTEN)
 		return -EINVAL;
-	if (c->max_connections == 0 || c->max_pipeline == 0 || c->max_pipeline > 1024)
+	if (c->max_connections == 0 || c->max_pipeline == 0 || c->max_pipeline > VSRV_MAX_PIPELINE)
 		return -EINVAL;
 	if (c->header_timeout_ms == 0 || c->body_timeout_ms == 0 || c->idle_timeout_ms == 0 ||
 	    c->send_timeout_ms == 0)
@@ -345,7 +345,7 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 	int rc;
 
 	*out = NULL;
-	rc = check_config(cfg);
+	rc = vsrv_config_check(cfg);
 	if (rc < 0)
 		return rc;
 	srv = aligned_alloc(VB_CACHELINE, (sizeof(*srv) + VB_CACHELINE - 1) / VB_CACHELINE * VB_CACHELINE);

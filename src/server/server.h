@@ -34,6 +34,8 @@ struct vio;
 struct vsrv;
 
 #define VSRV_MAX_LISTEN 16
+/* Requests in flight per connection at most (server.max_pipeline's bound). */
+#define VSRV_MAX_PIPELINE 1024u
 
 enum vsrv_on_full {
 	VSRV_ON_FULL_WAIT = 0, /* stop reading the connection until there is room */
@@ -61,7 +63,7 @@ struct vsrv_config {
 	unsigned send_timeout_ms;
 	unsigned max_header_bytes;
 	unsigned max_body_bytes;
-	unsigned max_pipeline;          /* requests in flight per connection, 1..1024 */
+	unsigned max_pipeline;          /* requests in flight per connection, 1..VSRV_MAX_PIPELINE */
 	/* bytes of request and reply bodies held at once, all connections:
 	 * over it, reading stops (wait) or jobs are answered 503 (shed) */
 	uint64_t max_inflight_bytes;
@@ -83,6 +85,9 @@ struct vsrv_config {
 	void (*drain_tick_fn)(void *ctx);
 	void *drain_tick_ctx;
 };
+
+/* 0 if vsrv_new accepts cfg's values, else -EINVAL. Any thread. */
+int vsrv_config_check(const struct vsrv_config *cfg);
 
 /* Check the config, create the channels and bind the listeners (so that
  * errors such as EADDRINUSE surface before anything runs). 0 or -errno

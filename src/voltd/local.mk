@@ -21,7 +21,6 @@ voltd_schema_LDADD = $(VOLT_ALL_LIBS)
 voltd-defaults.h: voltd-schema$(EXEEXT)
 	$(AM_V_GEN)./voltd-schema$(EXEEXT) defaults-h > $@.tmp && mv $@.tmp $@
 CLEANFILES += voltd-defaults.h
-SCHEMA_DOCS = man/voltd.conf.5 conf/voltd.conf tests/helpers/test_config.h
 regen: voltd-schema$(EXEEXT)
 	./voltd-schema$(EXEEXT) man $(top_srcdir)/man/voltd.conf.5.in > man-voltd.conf.5.tmp
 	./voltd-schema$(EXEEXT) conf $(top_srcdir)/conf/voltd.conf.in > conf-voltd.conf.tmp

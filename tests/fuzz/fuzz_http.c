@@ -32,6 +32,7 @@
 #include "base/query.h"
 #include "http/response.h"
 #include "jobs/job.h"
+#include "tests/helpers/test_config.h"
 
 #include <llhttp.h>
 #include <stdio.h>
@@ -182,7 +183,7 @@ static void serve(struct vhttp_request *r, bool ready, bool alive)
 		return;
 	}
 	struct vjob_config cfg;
-	vjob_config_default(&cfg);
+	tcfg_jobs(&cfg);
 	cfg.spin_max_n = 100000; /* keep an input's work small */
 	cfg.sleep_max_ms = 1000;
 	struct vjob_input in = {

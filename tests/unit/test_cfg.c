@@ -170,6 +170,87 @@ static void test_test_config_matches_schema(void **state)
 	assert_memory_equal(&got.io, &want.io, sizeof(want.io));
 }
 
+/* What the layer that takes key k's field says of cfg: 0 or -EINVAL. */
+static int layer_check(const struct vcfg *cfg, const struct vcfg_key *k)
+{
+	if (strncmp(k->field, "scheduler.", 10) == 0)
+		return vrt_config_check(&cfg->scheduler);
+	if (strncmp(k->field, "io.", 3) == 0)
+		return vio_config_check(&cfg->io, cfg->scheduler.workers);
+	return vsrv_config_check(&cfg->server);
+}
+
+static void put_number(struct vcfg *cfg, const struct vcfg_key *k, uint64_t v)
+{
+	char *field = (char *)cfg + k->offset;
+
+	if (k->type == VCFG_U64)
+		memcpy(field, &v, sizeof(v));
+	else
+		*(unsigned *)field = (unsigned)v;
+}
+
+/*
+ * A bound is written once: the layer that takes a key's value accepts
+ * exactly the schema's range, so that a value the file may hold never
+ * fails vrt_new / vio_new / vsrv_new, and the layer never runs with one
+ * the schema refuses. The runtime and the I/O driver check every numeric
+ * field: both ends must match (refused just outside: one more or less, or
+ * the next power of two). The server checks only some (non-zero, and
+ * max_pipeline): it must accept the schema's whole range.
+ */
+static void test_layers_take_the_schema_bounds(void **state)
+{
+	struct vcfg base;
+	size_t n;
+	const struct vcfg_key *k = vcfg_schema(&n);
+	int bad = 0;
+
+	(void)state;
+	vcfg_defaults(&base);
+	vcfg_resolve(&base);
+	/* Cross-key rule: min <= max. With min at its lowest, each end of
+	 * either is valid on its own. */
+	base.scheduler.global_interval_min = 1;
+	for (size_t i = 0; i < n; i++) {
+		if (k[i].type != VCFG_UINT && k[i].type != VCFG_U64)
+			continue;
+		if (strncmp(k[i].field, "scheduler.", 10) && strncmp(k[i].field, "io.", 3) &&
+		    strncmp(k[i].field, "server.", 7))
+			continue; /* the daemon's own (life, control): no layer */
+		bool exact = strncmp(k[i].field, "server.", 7) != 0;
+		bool pow2 = k[i].flags & VCFG_F_POW2;
+		uint64_t fmax = k[i].type == VCFG_U64 ? UINT64_MAX : UINT32_MAX;
+		struct {
+			uint64_t v;
+			bool want_ok;
+		} probe[4] = {
+			{ k[i].min, true },
+			{ k[i].max, true },
+			{ pow2 ? k[i].min / 2 : k[i].min - 1, false },
+			{ pow2 ? k[i].max * 2 : k[i].max + 1, false },
+		};
+		unsigned n_probe = exact ? 4 : 2;
+		if (k[i].min == 0 && n_probe > 2) /* nothing below */
+			probe[2] = probe[3], n_probe--;
+		if (k[i].max >= fmax && n_probe > 2) /* nothing above */
+			n_probe--;
+		for (unsigned j = 0; j < n_probe; j++) {
+			struct vcfg cfg = base;
+			put_number(&cfg, &k[i], probe[j].v);
+			int rc = layer_check(&cfg, &k[i]);
+			if ((rc == 0) != probe[j].want_ok) {
+				print_error("%s.%s = %llu: schema [%llu, %llu]%s, but the layer %s it (%s)\n",
+					    k[i].section, k[i].name, (unsigned long long)probe[j].v,
+					    (unsigned long long)k[i].min, (unsigned long long)k[i].max,
+					    pow2 ? " power of two" : "", rc == 0 ? "accepts" : "refuses", k[i].field);
+				bad++;
+			}
+		}
+	}
+	assert_int_equal(bad, 0);
+}
+
 static void test_unknown_key_suggests(void **state)
 {
 	(void)state;
@@ -227,9 +308,9 @@ static void test_out_of_bounds(void **state)
 	expect_one_error("[scheduler]\nworkers = 257\n", "scheduler.workers: 257 is out of bounds [1, 256]");
 	expect_one_error("[scheduler]\nlifo_poll_cap = 17\n", "scheduler.lifo_poll_cap: 17 is out of bounds [1, 16]");
 	expect_one_error("[scheduler]\nbudget = 4097\n", "scheduler.budget: 4097 is out of bounds [1, 4096]");
-	expect_one_error("[io]\nring_entries = 32\n", "io.ring_entries: 32 is out of bounds [64, 32768]");
+	expect_one_error("[io]\nring_entries = 4\n", "io.ring_entries: 4 is out of bounds [8, 32768]");
 	expect_one_error("[io]\nring_entries = 1000\n",
-			 "t.conf:2: io.ring_entries: 1000 is not a power of two (bounds [64, 32768])");
+			 "t.conf:2: io.ring_entries: 1000 is not a power of two (bounds [8, 32768])");
 	expect_one_error("[control]\nsocket = \n", "control.socket: length 0 is out of bounds [1, 107]");
 }
 
@@ -400,6 +481,7 @@ int main(void)
 		cmocka_unit_test(test_good_file),
 		cmocka_unit_test(test_every_default),
 		cmocka_unit_test(test_test_config_matches_schema),
+		cmocka_unit_test(test_layers_take_the_schema_bounds),
 		cmocka_unit_test(test_unknown_key_suggests),
 		cmocka_unit_test(test_unknown_section),
 		cmocka_unit_test(test_duplicate_key),

@@ -8,6 +8,7 @@
  */
 #include "jobs/job.h"
 #include "base/time.h"
+#include "tests/helpers/test_config.h"
 
 #include <errno.h>
 #include <setjmp.h>
@@ -26,7 +27,7 @@ static unsigned seed;
 static struct vjob_config cfg(void)
 {
 	struct vjob_config c;
-	vjob_config_default(&c);
+	tcfg_jobs(&c);
 	return c;
 }
 
