@@ -335,6 +335,17 @@ int vrt_set_budget(struct vrt *rt, unsigned budget)
 	return 0;
 }
 
+void vrt_get_tunables(struct vrt *rt, struct vrt_config *out)
+{
+	/* relaxed: each a tunable of its own, as the workers read them. */
+	out->stealing = atomic_load_explicit(&rt->t_stealing, memory_order_relaxed);
+	out->global_interval_min = atomic_load_explicit(&rt->t_gi_min, memory_order_relaxed);
+	out->global_interval_max = atomic_load_explicit(&rt->t_gi_max, memory_order_relaxed);
+	out->lifo_poll_cap = atomic_load_explicit(&rt->t_lifo_cap, memory_order_relaxed);
+	out->budget = atomic_load_explicit(&rt->t_budget, memory_order_relaxed);
+	out->stall_warn_ms = rt->mon.w ? atomic_load_explicit(&rt->mon.warn_ms, memory_order_relaxed) : 0;
+}
+
 /* ------------------------------------------------------------------ stats */
 
 static uint64_t rd(_Atomic uint64_t *c)

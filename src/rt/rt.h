@@ -250,6 +250,11 @@ int vrt_set_stealing(struct vrt *rt, bool on);
 int vrt_set_global_interval(struct vrt *rt, unsigned min, unsigned max);
 int vrt_set_lifo_poll_cap(struct vrt *rt, unsigned cap);
 int vrt_set_budget(struct vrt *rt, unsigned budget);
+/* The tunables as the workers read them now, into out's stealing,
+ * global_interval_min, global_interval_max, lifo_poll_cap, budget and
+ * stall_warn_ms (0 without a monitor); out's other fields are untouched.
+ * Any thread. */
+void vrt_get_tunables(struct vrt *rt, struct vrt_config *out);
 /* 0 (detection off; the thread stays) .. VRT_STALL_WARN_MS_MAX; -EINVAL also when the
  * runtime was created without a monitor (stall_warn_ms = 0 at vrt_new). */
 int vrt_set_stall_warn_ms(struct vrt *rt, unsigned ms);

@@ -495,6 +495,18 @@ int vsrv_set_live(struct vsrv *srv, const struct vsrv_config *cfg)
 	return 0;
 }
 
+void vsrv_get_live(struct vsrv *srv, struct vsrv_config *out)
+{
+	out->header_timeout_ms = vsrv__live(srv, header_timeout_ms);
+	out->body_timeout_ms = vsrv__live(srv, body_timeout_ms);
+	out->idle_timeout_ms = vsrv__live(srv, idle_timeout_ms);
+	out->send_timeout_ms = vsrv__live(srv, send_timeout_ms);
+	out->retry_after_s = vsrv__live(srv, retry_after_s);
+	out->spin_max_n = vsrv__live(srv, spin_max_n);
+	out->sleep_max_ms = (unsigned)vsrv__live(srv, sleep_max_ms);
+	out->access_log = vsrv__live(srv, access_log);
+}
+
 void vsrv_set_alive(struct vsrv *srv, bool alive)
 {
 	/* Relaxed: a status bit; see the Ordering block. */

@@ -117,13 +117,15 @@ bool vsrv_ready(const struct vsrv *srv);
 
 /*
  * The keys read per request, changed while running (the control socket's
- * `set`, a reload): cfg's header_timeout_ms, body_timeout_ms,
- * idle_timeout_ms, send_timeout_ms, retry_after_s, spin_max_n and
- * sleep_max_ms are copied (the rest of cfg is ignored). Any thread, any time between vsrv_new and vsrv_free;
- * connections use the new values for the deadlines, 503s and jobs they
- * make from then on. 0, or -EINVAL for a zero timeout.
+ * `set`, a reload: the schema rows whose setter is live_server): their
+ * fields of cfg are copied, the rest of cfg is ignored. Any thread, any
+ * time between vsrv_new and vsrv_free; connections use the new values for
+ * the deadlines, 503s, jobs and access-log lines they make from then on.
+ * 0, or -EINVAL for a zero timeout. vsrv_get_live reads the values in use
+ * back into the same fields of out (the others untouched).
  */
 int vsrv_set_live(struct vsrv *srv, const struct vsrv_config *cfg);
+void vsrv_get_live(struct vsrv *srv, struct vsrv_config *out);
 /* Liveness for /livez (any thread): false while a worker is stalled past
  * the daemon's fail threshold. Alive from vsrv_new. */
 void vsrv_set_alive(struct vsrv *srv, bool alive);

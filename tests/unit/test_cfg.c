@@ -2,8 +2,9 @@
 /*
  * tests/unit/test_cfg.c: the configuration schema, parser and validator:
  * a good file, every kind of error with its message, overrides, every
- * default, and that every schema key is documented in man/voltd.conf.5
- * and conf/voltd.conf.
+ * default, every key in man/voltd.conf.5 and conf/voltd.conf, the layers'
+ * bounds against the schema's, and every live key through its setter to a
+ * running runtime, server and logger.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,7 +19,9 @@
 #include <string.h>
 #include <syslog.h>
 
+#include "base/log.h"
 #include "voltd/cfg.h"
+#include "voltd/control.h"
 #include "tests/helpers/test_config.h"
 
 static int load(struct vcfg *cfg, const char *text, struct vb_strlist *err)
@@ -248,6 +251,131 @@ static void test_layers_take_the_schema_bounds(void **state)
 			}
 		}
 	}
+	assert_int_equal(bad, 0);
+}
+
+/* The daemon that test_every_live_key_reaches_its_setter sets keys on. */
+static const char live_conf[] = "[scheduler]\nworkers = 1\n[io]\nbackend = libev\n"
+				"[server]\nlisten = 127.0.0.1:0\n[log]\nlevel = err\n";
+
+static int live_load(void *ctx, struct vcfg *next, struct vb_strlist *err)
+{
+	(void)ctx;
+	vcfg_defaults(next);
+	return vcfg_load_string(next, "live.conf", live_conf, err);
+}
+
+/* The live values the running layers use now, in a struct vcfg's fields
+ * (everything else zero): what each setter must have reached. */
+static void running_values(struct vrt *rt, struct vsrv *srv, struct vcfg *out)
+{
+	memset(out, 0, sizeof(*out));
+	vrt_get_tunables(rt, &out->scheduler);
+	vsrv_get_live(srv, &out->server);
+	out->log.level = vb_log_get_level();
+}
+
+/* Every key whose schema row names a setter (.apply, live) reaches the
+ * running runtime, server or logger: the control socket's `set` (the
+ * daemon's hook, src/voltd/control.c) of a value unlike the current one is
+ * read back from the layer; then a reload puts every live key back to the
+ * file's value. A live key the read-back does not know reads 0 here: teach
+ * running_values its layer's getter. */
+static void test_every_live_key_reaches_its_setter(void **state)
+{
+	struct vcfg cfg, got;
+	struct vb_strlist err = { 0 }, changed = { 0 }, restart = { 0 };
+	struct vio *io;
+	struct vrt *rt;
+	struct vsrv *srv;
+	struct vd_ctl d;
+	struct vctl_hooks h;
+	size_t n;
+	const struct vcfg_key *k = vcfg_schema(&n);
+	char key[160], value[64], want[256], have[256];
+	unsigned live = 0, bad = 0;
+	int level = vb_log_get_level();
+
+	(void)state;
+	assert_int_equal(live_load(NULL, &cfg, &err), 0);
+	vcfg_resolve(&cfg);
+	assert_int_equal(vio_new(&cfg.io, cfg.scheduler.workers, &io), 0);
+	vio_park_ops(io, &cfg.scheduler.park_ops, &cfg.scheduler.park_ctx);
+	assert_int_equal(vrt_new(&cfg.scheduler, &rt), 0);
+	assert_int_equal(vsrv_new(&cfg.server, rt, io, &srv), 0);
+	vd_ctl_init(&d, &cfg, live_load, NULL);
+	vd_ctl_attach(&d, rt, srv);
+	vd_ctl_hooks(&d, &h);
+
+	for (size_t i = 0; i < n; i++) {
+		if (!k[i].apply)
+			continue;
+		live++;
+		vcfg_format(&cfg, &k[i], have, sizeof(have));
+		switch (k[i].type) {
+		case VCFG_BOOL:
+			snprintf(value, sizeof(value), "%s", strcmp(have, "on") == 0 ? "off" : "on");
+			break;
+		case VCFG_UINT:
+		case VCFG_U64: { /* the middle of the range: never 0, never the default */
+			uint64_t v = k[i].min + (k[i].max - k[i].min) / 2;
+			snprintf(value, sizeof(value), "%llu", (unsigned long long)v);
+			if (strcmp(value, have) == 0)
+				snprintf(value, sizeof(value), "%llu", (unsigned long long)v + 1);
+			break;
+		}
+		case VCFG_ENUM:
+			snprintf(value, sizeof(value), "%s", k[i].choices[strcmp(have, k[i].choices[0]) == 0]);
+			break;
+		default:
+			print_error("%s.%s: a live key of a type this test cannot set: teach it\n", k[i].section,
+				    k[i].name);
+			fail();
+		}
+		snprintf(key, sizeof(key), "%s.%s", k[i].section, k[i].name);
+		char *keys[] = { key }, *values[] = { value };
+		int rc = h.config_set(h.ctx, 1, keys, values, &err);
+		if (rc != 0) {
+			print_error("set %s %s: %d %s\n", key, value, rc, err.n ? err.msg[0] : "");
+			bad++;
+			continue;
+		}
+		running_values(rt, srv, &got);
+		vcfg_format(&got, &k[i], have, sizeof(have));
+		vcfg_format(&cfg, &k[i], want, sizeof(want));
+		if (strcmp(have, value) != 0 || strcmp(want, value) != 0) {
+			print_error("set %s %s: the configuration says %s, the running %s says %s\n", key, value,
+				    want, k[i].field, have);
+			bad++;
+		}
+	}
+	/* A reload applies the file's values (here the defaults) again. */
+	assert_int_equal(vd_ctl_reload(&d, &changed, &restart, &err), 0);
+	running_values(rt, srv, &got);
+	for (size_t i = 0; i < n; i++) {
+		if (!k[i].apply)
+			continue;
+		vcfg_format(&got, &k[i], have, sizeof(have));
+		vcfg_format(&cfg, &k[i], want, sizeof(want));
+		if (strcmp(have, want) != 0) {
+			print_error("reload: %s.%s is %s in the file, the running %s says %s\n", k[i].section,
+				    k[i].name, want, k[i].field, have);
+			bad++;
+		}
+	}
+	assert_int_equal(changed.n, live);
+
+	vsrv_stop(srv);
+	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
+	vsrv_free(srv);
+	vrt_free(rt);
+	vio_free(io);
+	vd_ctl_fini(&d);
+	vb_strlist_fini(&err);
+	vb_strlist_fini(&changed);
+	vb_strlist_fini(&restart);
+	vb_log_set_level(level);
+	assert_true(live > 0);
 	assert_int_equal(bad, 0);
 }
 
@@ -482,6 +610,7 @@ int main(void)
 		cmocka_unit_test(test_every_default),
 		cmocka_unit_test(test_test_config_matches_schema),
 		cmocka_unit_test(test_layers_take_the_schema_bounds),
+		cmocka_unit_test(test_every_live_key_reaches_its_setter),
 		cmocka_unit_test(test_unknown_key_suggests),
 		cmocka_unit_test(test_unknown_section),
 		cmocka_unit_test(test_duplicate_key),
