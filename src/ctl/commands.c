@@ -220,7 +220,7 @@ static json_t *cmd_hist(struct vctl *ctl, const struct vctl_peer *peer, int argc
 	char *end;
 
 	if (argc < 2 || argc > 3)
-		return vctl__error("usage", "usage: hist sched|poll [WORKER] | hist KIND (a job kind: echo, hash...)");
+		return vctl__error("usage", "usage: hist sched|poll|rx_tx|sq_wait|cq_lag [WORKER] | hist KIND (a job kind: echo, hash...)");
 	if (argc == 3) {
 		long w = strtol(argv[2], &end, 10);
 		if (*end || w < 0 || w >= VCTL_MAX_WORKERS)
@@ -385,8 +385,8 @@ const struct vctl_cmd vctl__commands[] = {
 	{ "help", "", VCTL_USER, "the commands and the level each needs", "help", cmd_help },
 	{ "stats", "[SECTION]", VCTL_USER, "counters and gauges of every layer (or one section)", "stats", cmd_stats },
 	{ "metrics", "", VCTL_USER, "everything in Prometheus text format 0.0.4", "metrics", cmd_metrics },
-	{ "hist", "sched|poll [WORKER] | KIND", VCTL_USER,
-	  "a latency histogram: schedule latency, poll duration (sampled), or a job kind's (echo, hash...)", "hist",
+	{ "hist", "sched|poll|rx_tx|sq_wait|cq_lag [WORKER] | KIND", VCTL_USER,
+	  "a latency histogram: schedule latency, poll duration (sampled), request bytes to send submitted, SQE queued to submitted, completions waiting to be collected (io_uring), or a job kind's (echo, hash...)", "hist",
 	  cmd_hist },
 	{ "config", "[KEY...]", VCTL_USER, "effective configuration: value, source, live/reload/restart", "config",
 	  cmd_config },

@@ -334,6 +334,17 @@ int vctl__hist_json(struct vctl *ctl, const char *name, int worker, json_t *repl
 		}
 		goto out;
 	}
+	/* The I/O driver's (io_uring): all workers merged, or one. */
+	for (unsigned k = 0; ctl->io && k < VIO_HIST_N; k++) {
+		if (strcmp(name, vio_hist_name((enum vio_hist_kind)k)) != 0)
+			continue;
+		rc = vio_hist_snapshot(ctl->io, (enum vio_hist_kind)k, worker, h);
+		if (rc == 0) {
+			put_hist(reply, name, h);
+			json_object_set_new(reply, "worker", worker < 0 ? json_null() : json_integer(worker));
+		}
+		goto out;
+	}
 	for (unsigned i = 0; i < s->srv->n_kinds && worker < 0; i++) {
 		if (strcmp(s->srv->kinds[i].name, name) != 0)
 			continue;

@@ -44,6 +44,7 @@ void vio_conn_init(struct vio_conn *c, int fd)
 	atomic_init(&c->inbox, NULL);
 	atomic_init(&c->rx_queued, 0);
 	atomic_init(&c->close_count, 0);
+	atomic_init(&c->rx_at, 0);
 	vio_timer_init(&c->deadline);
 }
 

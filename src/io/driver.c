@@ -329,6 +329,8 @@ int vio_new(const struct vio_config *cfg, unsigned workers, struct vio **out)
 		atomic_init(&w->park_state, VIO_PK_EMPTY);
 		atomic_init(&w->mbox, NULL);
 		atomic_init(&w->buf_returns, NULL);
+		for (unsigned k = 0; k < VIO_HIST_N; k++)
+			vb_hist_init(&w->hist[k]);
 		r = vio__theap_init(&w->heap, w);
 		if (r < 0)
 			goto err_workers;
@@ -424,12 +426,49 @@ const struct vb_metric vio_worker_metrics[] = {
 	W(flushes, VB_METRIC_COUNTER, "submissions made right after a task poll (16 queued, or one 200 us old)"),
 	W(migrations, VB_METRIC_COUNTER, "connection operations issued on another worker than the previous one"),
 	W(enters, VB_METRIC_COUNTER, "io_uring_enter system calls (submissions, waits, completion runs)"),
+	W(reaps, VB_METRIC_COUNTER, "io_uring: reaps that found completions (reap_cqes / reaps: completions per reap)"),
+	W(reap_cqes, VB_METRIC_COUNTER, "io_uring: completions those reaps dispatched"),
 	W(quiet_wait_short, VB_METRIC_COUNTER, "park waits past quiet sends that ended with fewer completions than asked (the 1 ms bound: a peer slower than that, or the park's timeout)"),
 	W(timers_armed, VB_METRIC_GAUGE, "timers armed on this worker now"),
 	W(bufs_out, VB_METRIC_GAUGE, "provided buffers held by connections now"),
 };
 const size_t vio_worker_metrics_n = VB_ARRAY_SIZE(vio_worker_metrics);
 #undef W
+
+const char *vio_hist_name(enum vio_hist_kind k)
+{
+	static const char *const names[VIO_HIST_N] = {
+		[VIO_HIST_RX_TX] = "rx_tx",
+		[VIO_HIST_SQ_WAIT] = "sq_wait",
+		[VIO_HIST_CQ_LAG] = "cq_lag",
+	};
+
+	return (unsigned)k < VIO_HIST_N ? names[k] : "";
+}
+
+int vio_hist_snapshot(struct vio *io, enum vio_hist_kind k, int worker, struct vb_hist_snap *out)
+{
+	struct vb_hist_snap *one;
+
+	if ((unsigned)k >= VIO_HIST_N)
+		return -EINVAL;
+	if (worker >= (int)io->nworkers)
+		return -ENOENT;
+	if (worker >= 0) {
+		vb_hist_snapshot(&io->w[worker].hist[k], out);
+		return 0;
+	}
+	one = malloc(sizeof(*one));
+	if (!one)
+		return -ENOMEM;
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < io->nworkers; i++) {
+		vb_hist_snapshot(&io->w[i].hist[k], one);
+		vb_hist_snap_merge(out, one);
+	}
+	free(one);
+	return 0;
+}
 
 unsigned vio_stats_snapshot(struct vio *io, struct vio_worker_stats *per_worker, unsigned n)
 {

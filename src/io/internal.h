@@ -226,7 +226,7 @@ extern uint32_t vio__uring_test_eagain_permille;
 	X(recv_bytes) X(send_bytes) X(send_partial) X(rx_copies) X(rx_copy_refused) \
 	X(accepts) X(accept_pauses) X(accept_errors) X(accept_rearms) X(timers_fired) \
 	X(parks) X(park_wakeups_io) X(sq_full) X(cq_overflow) X(flushes) \
-	X(migrations) X(enters) X(quiet_wait_short)
+	X(migrations) X(enters) X(quiet_wait_short) X(reaps) X(reap_cqes)
 
 struct vio_wstats {
 #define VIO_STAT_FIELD(name) _Atomic uint64_t name;
@@ -272,6 +272,8 @@ struct vio_worker {
 	vb_cacheline_aligned _Atomic(struct vio_buf *) buf_returns;
 	/* Timer heap (own mutex). */
 	vb_cacheline_aligned struct vio_theap heap;
+	/* Written by the owner only (vb_hist_record_owner), read by snapshots. */
+	vb_cacheline_aligned struct vb_hist hist[VIO_HIST_N];
 };
 
 struct vio {

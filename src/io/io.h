@@ -37,6 +37,7 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "base/histogram.h"
 #include "base/metric.h"
 #include "rt/rt.h"
 
@@ -229,6 +230,7 @@ struct vio_conn {
 	_Atomic uint32_t close_count;    /* private: abandon countdown */
 	struct vio_timer deadline;       /* private */
 	struct vio_worker *last_worker;  /* private: migration statistics */
+	_Atomic int64_t rx_at;           /* private: rx_tx histogram's start (uring) */
 };
 
 /* Take over `fd` (a connected, non-blocking socket). */
@@ -294,11 +296,38 @@ struct vio_worker_stats {
 	uint64_t migrations;       /* connection operations issued on another worker than the previous one */
 	uint64_t enters;           /* io_uring: io_uring_enter calls (libev: 0) */
 	uint64_t quiet_wait_short; /* io_uring: park waits past quiet sends that ended short of their count */
+	uint64_t reaps, reap_cqes;  /* io_uring: reaps that found completions, and the CQEs they dispatched */
 	uint64_t timers_armed;     /* entries in this worker's timer heap */
 	uint64_t bufs_out;         /* provided buffers currently held by connections */
 };
 extern const struct vb_metric vio_worker_metrics[];
 extern const size_t vio_worker_metrics_n;
+
+/*
+ * The driver's latency histograms (io_uring; libev records none), in
+ * nanoseconds, one per worker:
+ * - VIO_HIST_RX_TX: from the reap that delivered a connection's request
+ *   bytes to the io_uring_enter that handed its next send to the kernel
+ *   (what a response waits for on the worker: the tasks run before it, the
+ *   submission batch);
+ * - VIO_HIST_SQ_WAIT: at each enter that submits, how long the oldest of
+ *   its SQEs was queued;
+ * - VIO_HIST_CQ_LAG: when a running worker finds completions waiting in
+ *   the kernel (deferred task work), the time since it last collected:
+ *   how long they may have waited for it (a parked worker is woken at
+ *   once and records nothing).
+ */
+enum vio_hist_kind {
+	VIO_HIST_RX_TX = 0,
+	VIO_HIST_SQ_WAIT,
+	VIO_HIST_CQ_LAG,
+	VIO_HIST_N,
+};
+/* Its name in `voltctl hist`: rx_tx, sq_wait, cq_lag. */
+const char *vio_hist_name(enum vio_hist_kind k);
+/* Any thread: worker `worker`'s histogram `k`, or all merged (worker < 0).
+ * 0, -EINVAL (no such kind), -ENOENT (no such worker). */
+int vio_hist_snapshot(struct vio *io, enum vio_hist_kind k, int worker, struct vb_hist_snap *out);
 
 /* Snapshot without stopping workers; `per_worker` has room for n entries.
  * Returns the number of workers. */

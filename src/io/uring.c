@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include "io/internal.h"
+#include "base/histogram.h"
 #include "base/time.h"
 
 #include <errno.h>
@@ -81,6 +82,8 @@ struct vio_uring_w {
 	bool min_wait;              /* the kernel has IORING_FEAT_MIN_TIMEOUT */
 	bool submit_due;            /* a poll left SQEs queued: the next flush submits them */
 	int64_t sq_since;           /* when the oldest unsubmitted SQE was taken */
+	int64_t reap_ns;            /* when the current reap began */
+	int64_t collected_ns;       /* when the last enter that collected completions returned */
 	uint64_t test_rng;          /* vio__uring_test_eagain_permille's draws */
 	struct io_uring_buf_ring *br;
 	size_t br_bytes, buf_bytes;
@@ -295,34 +298,86 @@ static unsigned stash_cqes(struct vio_uring_w *uw)
 }
 
 /*
+ * The SQEs the next enter hands to the kernel. A send's connection whose
+ * request bytes a reap delivered since its last send gets its rx_tx time
+ * (that reap to `now`, issue 20 item 4: how long a response waits on this
+ * worker). Returns how many sends are quiet (VIO_OP_QUIET: a keep-alive
+ * response whose success wakes nobody).
+ */
+static unsigned sq_scan(struct vio_worker *w, unsigned from, unsigned to, int64_t now)
+{
+	struct io_uring_sq *sq = &uw_of(w)->ring.sq;
+	unsigned quiet = 0;
+
+	for (unsigned i = from; i != to; i++) {
+		const struct io_uring_sqe *sqe = &sq->sqes[i & sq->ring_mask];
+		struct vio_op *op;
+		int64_t t;
+
+		if ((sqe->opcode != IORING_OP_SEND && sqe->opcode != IORING_OP_SENDMSG) ||
+		    (sqe->user_data & TAG_MASK) != TAG_OP)
+			continue;
+		op = (struct vio_op *)(uintptr_t)sqe->user_data;
+		/* Relaxed: a hint. Set by the task before it waits (on this
+		 * thread, or it was stolen after); a stale value costs an
+		 * enter or at most QUIET_WAIT_US, never a lost wakeup. */
+		if (atomic_load_explicit(&op->state, memory_order_relaxed) & VIO_OP_QUIET)
+			quiet++;
+		/* Relaxed: a statistic; the stamp may come from another
+		 * worker's reap (a migrated connection), any value will do. */
+		t = atomic_load_explicit(&op->conn->rx_at, memory_order_relaxed);
+		if (!t)
+			continue;
+		atomic_store_explicit(&op->conn->rx_at, 0, memory_order_relaxed);
+		vb_hist_record_owner(&w->hist[VIO_HIST_RX_TX], now > t ? (uint64_t)(now - t) : 0);
+	}
+	return quiet;
+}
+
+/*
  * Every io_uring_enter of this backend (counted: enters). With `submit`,
  * hands the kernel what is queued in the SQ first, as liburing's
  * __io_uring_flush_sq does (liburing maps SQ slot i to SQE i at setup, so
- * publishing the tail is all it takes). With IORING_ENTER_GETEVENTS it runs
- * the ring's deferred task work and waits for min_complete CQEs in the CQ
- * (those already there count) or `ts`; with min_wait_us, after that long
- * one CQE is enough (IORING_FEAT_MIN_TIMEOUT). Returns the count submitted
- * or -errno.
+ * publishing the tail is all it takes), and records how long the oldest
+ * waited (sq_wait). With IORING_ENTER_GETEVENTS it runs the ring's deferred
+ * task work and waits for min_complete CQEs in the CQ (those already there
+ * count) or `ts`. With `quiet` (the park's wait, kernel 6.12's min-timeout
+ * wait), it waits for one more CQE per quiet send it submits, for at most
+ * QUIET_WAIT_US, after which one CQE is enough; *quiet says how many.
+ * Returns the count submitted or -errno.
  */
 static int ring_enter(struct vio_worker *w, bool submit, unsigned min_complete, unsigned flags,
-		      const struct __kernel_timespec *ts, uint32_t min_wait_us)
+		      const struct __kernel_timespec *ts, unsigned *quiet)
 {
 	struct vio_uring_w *uw = uw_of(w);
 	struct io_uring_sq *sq = &uw->ring.sq;
 	struct io_uring_getevents_arg arg;
-	unsigned to_submit = 0;
+	unsigned to_submit = 0, nquiet = 0;
+	uint32_t min_wait_us = 0;
 	long r;
 
 	if (submit) {
-		unsigned tail = sq->sqe_tail;
+		unsigned tail = sq->sqe_tail, head = IO_URING_READ_ONCE(*sq->khead);
 
 		if (sq->sqe_head != tail) {
 			sq->sqe_head = tail;
 			/* The syscall orders it (no SQPOLL thread reads it). */
 			IO_URING_WRITE_ONCE(*sq->ktail, tail);
 		}
-		to_submit = tail - IO_URING_READ_ONCE(*sq->khead);
+		to_submit = tail - head;
 		uw->submit_due = false;
+		if (to_submit) {
+			int64_t now = vb_now_ns();
+
+			vb_hist_record_owner(&w->hist[VIO_HIST_SQ_WAIT],
+					     now > uw->sq_since ? (uint64_t)(now - uw->sq_since) : 0);
+			nquiet = sq_scan(w, head, tail, now);
+		}
+	}
+	if (quiet) {
+		*quiet = uw->min_wait ? nquiet : 0;
+		min_complete += *quiet;
+		min_wait_us = *quiet ? QUIET_WAIT_US : 0;
 	}
 	if (flags & IORING_ENTER_GETEVENTS) {
 		memset(&arg, 0, sizeof(arg));
@@ -335,6 +390,8 @@ static int ring_enter(struct vio_worker *w, bool submit, unsigned min_complete, 
 	r = syscall(__NR_io_uring_enter, uw->ring.ring_fd, to_submit, min_complete, flags,
 		    (flags & IORING_ENTER_EXT_ARG) ? &arg : NULL,
 		    (flags & IORING_ENTER_EXT_ARG) ? sizeof(arg) : 0);
+	if (flags & IORING_ENTER_GETEVENTS)
+		uw->collected_ns = vb_now_ns();
 	return r < 0 ? -errno : (int)r;
 }
 
@@ -351,14 +408,14 @@ static struct io_uring_sqe *get_sqe(struct vio_worker *w)
 		int r;
 
 		VIO_STAT_INC(w, sq_full);
-		r = vio__uring_test_sq_busy ? -EBUSY : ring_enter(w, true, 0, 0, NULL, 0);
+		r = vio__uring_test_sq_busy ? -EBUSY : ring_enter(w, true, 0, 0, NULL, NULL);
 		if (r < 0 && r != -EINTR) {
 			/* -EBUSY / -EAGAIN: the kernel wants the CQ emptied
 			 * first. Stash, never dispatch (stash_cqes). */
-			ring_enter(w, false, 0, IORING_ENTER_GETEVENTS, NULL, 0);
+			ring_enter(w, false, 0, IORING_ENTER_GETEVENTS, NULL, NULL);
 			stash_cqes(uw);
 			if (vio__uring_test_sq_busy)
-				ring_enter(w, true, 0, 0, NULL, 0);
+				ring_enter(w, true, 0, 0, NULL, NULL);
 		}
 		VB_BUG_ON(++tries > 100000);
 	}
@@ -552,6 +609,15 @@ static bool retry_eagain(struct vio_worker *w, struct vio_op *op, int *res)
 	return true;
 }
 
+/* Bytes arrived for c: the first since its last send starts its rx_tx
+ * time (sq_scan). */
+static void rx_stamp(struct vio_worker *w, struct vio_conn *c)
+{
+	/* Relaxed: a statistic (see sq_scan); no RMW on the hot path. */
+	if (!atomic_load_explicit(&c->rx_at, memory_order_relaxed))
+		atomic_store_explicit(&c->rx_at, uw_of(w)->reap_ns, memory_order_relaxed);
+}
+
 static void op_cqe(struct vio_worker *w, struct vio_op *op, int res)
 {
 	uw_of(w)->inflight--;
@@ -586,8 +652,10 @@ static void op_cqe(struct vio_worker *w, struct vio_op *op, int res)
 		}
 		break;
 	case VIO_K_RECV:
-		if (res > 0)
+		if (res > 0) {
 			VIO_STAT_ADD(w, recv_bytes, (uint64_t)res);
+			rx_stamp(w, op->conn);
+		}
 		break;
 	default:
 		break;
@@ -623,6 +691,7 @@ static void ms_cqe(struct vio_worker *w, struct vio_op *op, int res, unsigned fl
 		if (res > 0) {
 			b->len = (uint32_t)res;
 			VIO_STAT_ADD(w, recv_bytes, (uint64_t)res);
+			rx_stamp(w, op->conn);
 			vio__conn_rx_push(w, op->conn, b);
 		} else {
 			ur_buf_recycle(w, b);
@@ -675,6 +744,7 @@ static void cqe_dispatch(struct vio_worker *w, const struct io_uring_cqe *cqe)
 static void reap(struct vio_worker *w)
 {
 	struct vio_uring_w *uw = uw_of(w);
+	unsigned n = 0;
 
 	for (;;) {
 		struct io_uring_cqe cqe;
@@ -684,6 +754,8 @@ static void reap(struct vio_worker *w)
 			if (!io_uring_cq_ready(&uw->ring) || stash_cqes(uw) == 0)
 				break;
 		}
+		if (n++ == 0)
+			uw->reap_ns = vb_now_ns(); /* rx_at's stamp */
 		cqe = uw->cq_stash[uw->stash_head++];
 		/* CQ order holds only if no handler dispatches. */
 		VB_BUG_ON(uw->dispatching);
@@ -691,9 +763,23 @@ static void reap(struct vio_worker *w)
 		cqe_dispatch(w, &cqe);
 		uw->dispatching = false;
 	}
+	if (n) {
+		VIO_STAT_INC(w, reaps);
+		VIO_STAT_ADD(w, reap_cqes, n);
+	}
 }
 
 /* ------------------------------------------------------------ the loop */
+
+/* Completions wait in the kernel (deferred task work) until the worker
+ * enters to collect them: at most since its last collection. */
+static void cq_lag(struct vio_worker *w)
+{
+	int64_t now = vb_now_ns(), last = uw_of(w)->collected_ns;
+
+	if (last && now > last)
+		vb_hist_record_owner(&w->hist[VIO_HIST_CQ_LAG], (uint64_t)(now - last));
+}
 
 /*
  * A poll enters the kernel only when it holds completions for us (deferred
@@ -709,9 +795,10 @@ static void ur_poll(struct vio_worker *w)
 
 	if (f & IORING_SQ_CQ_OVERFLOW)
 		VIO_STAT_INC(w, cq_overflow);
-	if (f & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))
-		ring_enter(w, true, 0, IORING_ENTER_GETEVENTS, NULL, 0);
-	else if (io_uring_sq_ready(&uw->ring))
+	if (f & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) {
+		cq_lag(w);
+		ring_enter(w, true, 0, IORING_ENTER_GETEVENTS, NULL, NULL);
+	} else if (io_uring_sq_ready(&uw->ring))
 		uw->submit_due = true;
 	if (io_uring_cq_ready(&uw->ring) || uw->stash_head != uw->stash_tail)
 		reap(w);
@@ -733,32 +820,8 @@ static void ur_flush(struct vio_worker *w)
 		return;
 	if (n >= FLUSH_BATCH || uw->submit_due || vb_now_ns() - uw->sq_since >= FLUSH_WAIT_NS) {
 		VIO_STAT_INC(w, flushes);
-		ring_enter(w, true, 0, 0, NULL, 0);
+		ring_enter(w, true, 0, 0, NULL, NULL);
 	}
-}
-
-/* Queued sends whose success wakes nobody (VIO_OP_QUIET: a keep-alive
- * response that only the next request waits for). */
-static unsigned quiet_sends(struct vio_uring_w *uw)
-{
-	struct io_uring_sq *sq = &uw->ring.sq;
-	unsigned n = 0;
-
-	for (unsigned i = IO_URING_READ_ONCE(*sq->khead); i != sq->sqe_tail; i++) {
-		const struct io_uring_sqe *sqe = &sq->sqes[i & sq->ring_mask];
-		const struct vio_op *op;
-
-		if ((sqe->opcode != IORING_OP_SEND && sqe->opcode != IORING_OP_SENDMSG) ||
-		    (sqe->user_data & TAG_MASK) != TAG_OP)
-			continue;
-		op = (const struct vio_op *)(uintptr_t)sqe->user_data;
-		/* Relaxed: a hint. Set by the task before it waits (on this
-		 * thread, or it was stolen after); a stale value costs an
-		 * enter or at most QUIET_WAIT_US, never a lost wakeup. */
-		if (atomic_load_explicit(&op->state, memory_order_relaxed) & VIO_OP_QUIET)
-			n++;
-	}
-	return n;
 }
 
 /*
@@ -783,16 +846,17 @@ static void ur_wait(struct vio_worker *w, int64_t timeout_ns)
 	if (timeout_ns == 0 || io_uring_cq_ready(&uw->ring) || uw->stash_head != uw->stash_tail ||
 	    (IO_URING_READ_ONCE(*uw->ring.sq.kflags) &
 	     (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))) {
-		ring_enter(w, true, 0, IORING_ENTER_GETEVENTS, NULL, 0);
+		if (IO_URING_READ_ONCE(*uw->ring.sq.kflags) & IORING_SQ_TASKRUN)
+			cq_lag(w);
+		ring_enter(w, true, 0, IORING_ENTER_GETEVENTS, NULL, NULL);
 	} else {
 		struct __kernel_timespec ts = {
 			.tv_sec = timeout_ns / 1000000000,
 			.tv_nsec = timeout_ns % 1000000000,
 		};
-		unsigned quiet = uw->min_wait ? quiet_sends(uw) : 0;
+		unsigned quiet;
 
-		ring_enter(w, true, 1 + quiet, IORING_ENTER_GETEVENTS, timeout_ns < 0 ? NULL : &ts,
-			   quiet ? QUIET_WAIT_US : 0);
+		ring_enter(w, true, 1, IORING_ENTER_GETEVENTS, timeout_ns < 0 ? NULL : &ts, &quiet);
 		/* Fewer CQEs than asked: the bound (or the timeout) ended it;
 		 * the worker will enter again to sleep. */
 		if (quiet && io_uring_cq_ready(&uw->ring) < 1 + quiet)
@@ -946,7 +1010,7 @@ static void ur_worker_stop(struct vio_worker *w)
 	while (uw->inflight && vb_now_ns() < end) {
 		struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = 10 * VB_NS_PER_MS };
 
-		ring_enter(w, true, 1, IORING_ENTER_GETEVENTS, &ts, 0);
+		ring_enter(w, true, 1, IORING_ENTER_GETEVENTS, &ts, NULL);
 		reap(w);
 	}
 	if (uw->inflight)

@@ -112,3 +112,41 @@ def test_enters_per_request(voltd):
     assert (e1 - e0) - (q1 - q0) <= REQUESTS, (e1 - e0, q1 - q0, REQUESTS)
     # Not every wait ran out (else the bound above says nothing).
     assert q1 - q0 < REQUESTS, (q1 - q0, REQUESTS)
+
+
+def hist_count(d, name):
+    r = ctl(d, "hist %s" % name)
+    assert r["ok"], r
+    return sum(b["count"] for b in r["buckets"]), r["summary"]
+
+
+def test_io_histograms(voltd):
+    """The driver's rx_tx histogram (request bytes reaped to the response's
+    send submitted) gets one value per keep-alive request, and sq_wait one
+    per submitting io_uring_enter; cq_lag (completions found waiting by a
+    running worker) answers; libev records none. Counts only: the times
+    are printed."""
+    d = voltd()
+    s = connect(d.port)
+    try:
+        rd = Reader(s)
+        healthz(s, rd, 50)
+        r0, _ = hist_count(d, "rx_tx")
+        q0, _ = hist_count(d, "sq_wait")
+        healthz(s, rd, 500)
+        r1, rs = hist_count(d, "rx_tx")
+        q1, qs = hist_count(d, "sq_wait")
+    finally:
+        s.close()
+    print("%s: rx_tx %d values %s; sq_wait %d values %s" % (d.backend, r1 - r0, rs, q1 - q0, qs))
+    if d.backend == "libev":
+        assert r1 == 0 and q1 == 0
+        return
+    assert r1 - r0 == 500, (r0, r1)
+    assert q1 - q0 >= 500, (q0, q1)
+    r = ctl(d, "hist rx_tx 1")
+    assert r["ok"] and r["worker"] == 1, r
+    r = ctl(d, "hist cq_lag")
+    assert r["ok"] and r["name"] == "cq_lag", r
+    r = ctl(d, "hist sq_wait 7")
+    assert not r["ok"], r
