@@ -138,6 +138,14 @@ static void tmpl_read(struct tmpl *t, const char *path, const char *leader)
 		die("%s: no %s@keys line", path, leader);
 }
 
+static void tmpl_free(struct tmpl *t)
+{
+	for (unsigned i = 0; i < t->n_about; i++)
+		free(t->about[i].text);
+	free(t->before);
+	free(t->after);
+}
+
 static const char *tmpl_about(struct tmpl *t, const struct vcfg_key *k)
 {
 	for (unsigned i = 0; i < t->n_about; i++)
@@ -287,6 +295,7 @@ static void render(const char *path, const char *leader, void (*keys)(struct tmp
 		if (!t.about[i].used)
 			die("%s:%d: @about %s.%s: not printed", path, t.about[i].line, t.about[i].key->section,
 			    t.about[i].key->name);
+	tmpl_free(&t);
 }
 
 /* tcfg_rt, tcfg_io, tcfg_jobs: a section's keys set in the layer's struct,

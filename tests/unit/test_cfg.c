@@ -173,6 +173,44 @@ static void test_test_config_matches_schema(void **state)
 	assert_memory_equal(&got.io, &want.io, sizeof(want.io));
 }
 
+/* Every row is whole: a known section, the rows of a section together and
+ * in the order of sections[], a doc line (no final period: the renderers
+ * add it), choices for an ENUM, bounds in order, a unit only on numbers,
+ * and at most one of live (a setter) and reload-only. */
+static void test_schema_rows_are_whole(void **state)
+{
+	size_t n, ns, cur = 0;
+	const struct vcfg_key *k = vcfg_schema(&n);
+	const struct vcfg_section *sec = vcfg_sections(&ns);
+	int bad = 0;
+
+	(void)state;
+	for (size_t i = 0; i < n; i++) {
+		const char *why = NULL;
+		size_t dl = k[i].doc ? strlen(k[i].doc) : 0;
+		while (cur < ns && strcmp(sec[cur].name, k[i].section) != 0)
+			cur++;
+		if (cur == ns)
+			why = "its section is not in sections[] or its rows are not together in that order";
+		else if (!k[i].field || !dl || k[i].doc[dl - 1] == '.')
+			why = "no field name, or no doc line, or a doc line ending in a period";
+		else if ((k[i].type == VCFG_ENUM) != (k[i].choices != NULL))
+			why = "choices belong to ENUM keys, and every ENUM key has them";
+		else if (k[i].min > k[i].max && k[i].type != VCFG_ENUM && k[i].type != VCFG_LISTEN &&
+			 k[i].type != VCFG_ADDR)
+			why = "min above max";
+		else if (k[i].unit && k[i].type != VCFG_UINT && k[i].type != VCFG_U64)
+			why = "a unit on a key that is not a number";
+		else if (k[i].apply && (k[i].flags & VCFG_F_RELOAD))
+			why = "both live (.apply) and reload-only (VCFG_F_RELOAD)";
+		if (why) {
+			print_error("schema row %s.%s: %s\n", k[i].section, k[i].name, why);
+			bad++;
+		}
+	}
+	assert_int_equal(bad, 0);
+}
+
 /* What the layer that takes key k's field says of cfg: 0 or -EINVAL. */
 static int layer_check(const struct vcfg *cfg, const struct vcfg_key *k)
 {
@@ -609,6 +647,7 @@ int main(void)
 		cmocka_unit_test(test_good_file),
 		cmocka_unit_test(test_every_default),
 		cmocka_unit_test(test_test_config_matches_schema),
+		cmocka_unit_test(test_schema_rows_are_whole),
 		cmocka_unit_test(test_layers_take_the_schema_bounds),
 		cmocka_unit_test(test_every_live_key_reaches_its_setter),
 		cmocka_unit_test(test_unknown_key_suggests),
