@@ -280,6 +280,18 @@ const struct vcfg_key *vcfg_key_find(const char *section, const char *name)
 	return NULL;
 }
 
+const struct vcfg_key *vcfg_key_named(const char *key)
+{
+	char section[64];
+	const char *dot = strchr(key, '.');
+
+	if (!dot || (size_t)(dot - key) >= sizeof(section))
+		return NULL;
+	memcpy(section, key, (size_t)(dot - key));
+	section[dot - key] = '\0';
+	return vcfg_key_find(section, dot + 1);
+}
+
 /* ------------------------------------------------------------------ errors */
 
 static void add_err(struct vb_strlist *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

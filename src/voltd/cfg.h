@@ -127,6 +127,8 @@ const struct vcfg_key *vcfg_schema(size_t *n);
 /* The sections, in file order; *n receives their number. */
 const struct vcfg_section *vcfg_sections(size_t *n);
 const struct vcfg_key *vcfg_key_find(const char *section, const char *name);
+/* The same by "section.key"; NULL when there is no such key. */
+const struct vcfg_key *vcfg_key_named(const char *key);
 
 /*
  * Errors go to a struct vb_strlist (base/strlist.h): every problem found,

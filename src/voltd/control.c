@@ -163,18 +163,6 @@ static void config_get(void *ctx, size_t i, struct vctl_config_item *out)
 	out->doc = k->doc;
 }
 
-static const struct vcfg_key *key_by_name(const char *key)
-{
-	char section[64];
-	const char *dot = strchr(key, '.');
-
-	if (!dot || (size_t)(dot - key) >= sizeof(section))
-		return NULL;
-	memcpy(section, key, (size_t)(dot - key));
-	section[dot - key] = '\0';
-	return vcfg_key_find(section, dot + 1);
-}
-
 static int config_set(void *ctx, size_t n, char *const *keys, char *const *values, struct vb_strlist *errors)
 {
 	struct vd_ctl *d = ctx;
@@ -187,7 +175,7 @@ static int config_set(void *ctx, size_t n, char *const *keys, char *const *value
 	pthread_mutex_lock(&d->mu);
 	*next = *d->cfg;
 	for (size_t i = 0; i < n; i++) {
-		const struct vcfg_key *k = key_by_name(keys[i]);
+		const struct vcfg_key *k = vcfg_key_named(keys[i]);
 		if (!k) {
 			vb_strlist_add(errors, "%s: unknown key", keys[i]);
 			rc = -EINVAL;

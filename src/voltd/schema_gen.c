@@ -65,18 +65,6 @@ static char *append(char *s, const char *line)
 	return r;
 }
 
-static const struct vcfg_key *key_named(const char *dotted)
-{
-	char section[64];
-	const char *dot = strchr(dotted, '.');
-
-	if (!dot || (size_t)(dot - dotted) >= sizeof(section))
-		return NULL;
-	memcpy(section, dotted, (size_t)(dot - dotted));
-	section[dot - dotted] = '\0';
-	return vcfg_key_find(section, dot + 1);
-}
-
 /* Read a template: the prose before and after "@keys", and the @about blocks. */
 static void tmpl_read(struct tmpl *t, const char *path, const char *leader)
 {
@@ -112,7 +100,7 @@ static void tmpl_read(struct tmpl *t, const char *path, const char *leader)
 				die("%s:%d: a second @keys (the first is on line %d)", path, n, keys_line);
 			keys_line = n;
 		} else if (strncmp(d, "about ", 6) == 0 && !cur) {
-			const struct vcfg_key *k = key_named(d + 6);
+			const struct vcfg_key *k = vcfg_key_named(d + 6);
 			if (!k)
 				die("%s:%d: @about %s: no such key in the schema (src/voltd/cfg.c)", path, n, d + 6);
 			for (unsigned i = 0; i < t->n_about; i++)
