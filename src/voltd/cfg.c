@@ -218,7 +218,7 @@ static const struct vcfg_key schema[] = {
 	  .doc = "largest ms of /v1/sleep (400 above)" },
 	{ "jobs", "slice_us", VCFG_UINT, "50", 1, 100000, F(server.slice_us),
 	  .unit = "us",
-	  .doc = "work a long job does before it yields its worker (microseconds)" },
+	  .doc = "work a long job does before it yields its worker" },
 	/* [control] */
 	{ "control", "socket", VCFG_STRING, "/run/voltd/control.sock", 1, 107, F(control.socket),
 	  .doc = "path of the UNIX control socket" },
