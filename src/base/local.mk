@@ -3,6 +3,7 @@
 libvolt_a_SOURCES += \
 	src/base/compiler.h \
 	src/base/futex.c src/base/futex.h \
+	src/base/lineaudit.c src/base/lineaudit.h \
 	src/base/log.c src/base/log.h \
 	src/base/metric.c src/base/metric.h \
 	src/base/query.c src/base/query.h \

@@ -18,12 +18,14 @@
  *   the waiter off its queue: the waker (after the wake) or the owner.
  */
 #include "chan/internal.h"
+#include "base/lineaudit.h"
 #include "rt/rt.h"
 
 static void side_count(struct vch *ch, unsigned dir, bool waits)
 {
 	struct vch_side_stats *st = dir == VCH_DIR_SEND ? &ch->send_stats : &ch->recv_stats;
 
+	VB_LINE_WRITE(chan_stats);
 	/* Relaxed: statistics. */
 	atomic_fetch_add_explicit(waits ? &st->waits : &st->blocked_events, 1,
 				  memory_order_relaxed);

@@ -43,6 +43,7 @@
  *   them).
  */
 #include "chan/internal.h"
+#include "base/lineaudit.h"
 #include "base/time.h"
 
 #include <errno.h>
@@ -177,11 +178,13 @@ enum vch_status send_attempt(struct vch *ch, uint64_t value)
 				if ((int64_t)(tail - head) >= (int64_t)ch->cap2)
 					return VCH_FULL;
 			}
+			VB_LINE_WRITE(chan_tail);
 			/* [R2] seq_cst: claims the position; Dekker with [W3].
 			 * Relaxed on failure: the value read is only a new guess. */
 			if (vb_likely(atomic_compare_exchange_weak_explicit(&ch->tail, &tail,
 					tail + VCH_POS_STEP, memory_order_seq_cst,
 					memory_order_relaxed))) {
+				VB_LINE_WRITE(chan_slot);
 				s->value = value;
 				/* [R3] release: publishes the value; pairs with [R4]. */
 				atomic_store_explicit(&s->stamp, tail + 1, memory_order_release);
@@ -218,12 +221,14 @@ enum vch_status recv_attempt(struct vch *ch, uint64_t *value)
 		int64_t dif = (int64_t)(stamp - (head + 1));
 
 		if (vb_likely(dif == 0)) {
+			VB_LINE_WRITE(chan_head);
 			/* [R5] seq_cst: claims the position; Dekker with [W3].
 			 * Relaxed on failure: the value read is only a new guess. */
 			if (vb_likely(atomic_compare_exchange_weak_explicit(&ch->head, &head,
 					head + VCH_POS_STEP, memory_order_seq_cst,
 					memory_order_relaxed))) {
 				*value = s->value;
+				VB_LINE_WRITE(chan_slot);
 				/* [R6] release: frees the slot; pairs with [R1]. */
 				atomic_store_explicit(&s->stamp, head + ch->size2, memory_order_release);
 				return VCH_OK;
@@ -269,6 +274,7 @@ enum vch_status vch_try_send(struct vch *ch, uint64_t value)
 	if (vb_likely(r == VCH_OK)) {
 		vch__waitq_notify(&ch->recvq);
 	} else if (r == VCH_FULL) {
+		VB_LINE_WRITE(chan_stats);
 		/* Relaxed: a statistic. */
 		atomic_fetch_add_explicit(&ch->send_stats.blocked_events, 1, memory_order_relaxed);
 	}
@@ -282,6 +288,7 @@ enum vch_status vch_try_recv(struct vch *ch, uint64_t *value)
 	if (vb_likely(r == VCH_OK)) {
 		vch__waitq_notify(&ch->sendq);
 	} else if (r == VCH_EMPTY) {
+		VB_LINE_WRITE(chan_stats);
 		/* Relaxed: a statistic. */
 		atomic_fetch_add_explicit(&ch->recv_stats.blocked_events, 1, memory_order_relaxed);
 	}
@@ -290,6 +297,7 @@ enum vch_status vch_try_recv(struct vch *ch, uint64_t *value)
 
 void vch_close(struct vch *ch)
 {
+	VB_LINE_WRITE(chan_tail);
 	/* [R7] seq_cst: Dekker partner of [W3], like [R2]. */
 	atomic_fetch_or_explicit(&ch->tail, VCH_CLOSED_BIT, memory_order_seq_cst);
 	vch__waitq_notify_all(&ch->sendq);
@@ -532,10 +540,12 @@ static inline bool slot_ready(struct vch *ch, unsigned dir)
 
 static inline void set_hint(struct vch_side_stats *st, unsigned old, unsigned hint)
 {
-	if (hint != old)
+	if (hint != old) {
+		VB_LINE_WRITE(chan_stats);
 		/* Relaxed: a heuristic shared by the side's blocked threads; any
 		 * value in 0..VCH_HINT_MAX is safe, a lost update costs one wait. */
 		atomic_store_explicit(&st->wait_hint, hint, memory_order_relaxed);
+	}
 }
 
 /* Phase 1, at most `bound` pauses. Returns `busy` when it ran out; *spent:
@@ -573,6 +583,7 @@ static enum vch_status spin_phase(struct vch *ch, unsigned dir, uint64_t *v,
 					set_hint(st, hint, hint + 1);
 				else
 					set_hint(st, hint, 0);
+				VB_LINE_WRITE(chan_stats);
 				/* Relaxed: a statistic. */
 				atomic_fetch_add_explicit(&st->spun, 1, memory_order_relaxed);
 				return r;
@@ -597,6 +608,7 @@ static enum vch_status yield_phase(struct vch *ch, unsigned dir, uint64_t *v,
 		sched_yield();
 		r = attempt(ch, dir, v);
 		if (r != busy) {
+			VB_LINE_WRITE(chan_stats);
 			/* Relaxed: a statistic. */
 			atomic_fetch_add_explicit(&st->spun, 1, memory_order_relaxed);
 			return r;
@@ -613,8 +625,10 @@ static void note_gap(struct vch_side_stats *st, uint64_t pauses)
 	uint32_t avg = atomic_load_explicit(&st->gap_avg, memory_order_relaxed);
 	uint32_t next = vch__gap_note(avg, pauses, vch__spin_budget);
 
-	if (next != avg)
+	if (next != avg) {
+		VB_LINE_WRITE(chan_stats);
 		atomic_store_explicit(&st->gap_avg, next, memory_order_relaxed);
+	}
 }
 
 static enum vch_status block_wait(struct vch *ch, unsigned dir, uint64_t *v,
@@ -660,6 +674,7 @@ static enum vch_status block_wait(struct vch *ch, unsigned dir, uint64_t *v,
 		/* Relaxed: w is published by the seq_cst register [W1]. */
 		atomic_store_explicit(&w.state, VCH_W_WAITING, memory_order_relaxed);
 		vch__waitq_register(q, &w);
+		VB_LINE_WRITE(chan_stats);
 		/* Relaxed: a statistic. */
 		atomic_fetch_add_explicit(&st->waits, 1, memory_order_relaxed);
 		/* [W3] seq_cst fence: the re-check below sees every ring RMW whose
@@ -705,6 +720,7 @@ enum vch_status vch_send_timed(struct vch *ch, uint64_t value, int64_t timeout_n
 
 	if (vb_likely(r != VCH_FULL))
 		return r;
+	VB_LINE_WRITE(chan_stats);
 	/* Relaxed: a statistic. */
 	atomic_fetch_add_explicit(&ch->send_stats.blocked_events, 1, memory_order_relaxed);
 	if (timeout_ns == 0)
@@ -719,6 +735,7 @@ enum vch_status vch_recv_timed(struct vch *ch, uint64_t *value, int64_t timeout_
 
 	if (vb_likely(r != VCH_EMPTY))
 		return r;
+	VB_LINE_WRITE(chan_stats);
 	/* Relaxed: a statistic. */
 	atomic_fetch_add_explicit(&ch->recv_stats.blocked_events, 1, memory_order_relaxed);
 	if (timeout_ns == 0)
@@ -749,6 +766,7 @@ enum vch_status vch_send(struct vch *ch, uint64_t value)
 	}
 	if (r == VCH_CLOSED)
 		return r;
+	VB_LINE_WRITE(chan_stats);
 	/* Relaxed: a statistic. */
 	atomic_fetch_add_explicit(&ch->send_stats.blocked_events, 1, memory_order_relaxed);
 	return block_wait(ch, VCH_DIR_SEND, &value, -1);
@@ -767,6 +785,7 @@ enum vch_status vch_recv(struct vch *ch, uint64_t *value)
 	}
 	if (r == VCH_CLOSED)
 		return r;
+	VB_LINE_WRITE(chan_stats);
 	/* Relaxed: a statistic. */
 	atomic_fetch_add_explicit(&ch->recv_stats.blocked_events, 1, memory_order_relaxed);
 	return block_wait(ch, VCH_DIR_RECV, value, -1);

@@ -52,6 +52,7 @@
  *   [W6] owner: acquire load of w->state == NOTIFIED, pairs with [W4].
  */
 #include "chan/internal.h"
+#include "base/lineaudit.h"
 #include "base/futex.h"
 #include "base/time.h"
 #include "rt/rt.h"
@@ -122,9 +123,11 @@ static void list_unlink(struct vch_waitq *q, struct vch_waiter *w)
 /* Under q->lock, after the list lost an element. */
 static void list_emptied_check(struct vch_waitq *q)
 {
-	if (!q->head)
+	if (!q->head) {
+		VB_LINE_WRITE(chan_waiters);
 		/* [W1] seq_cst: every write of has_waiters is in S (see above). */
 		atomic_store_explicit(&q->has_waiters, 0, memory_order_seq_cst);
+	}
 }
 
 void vch__waitq_register(struct vch_waitq *q, struct vch_waiter *w)
@@ -132,12 +135,14 @@ void vch__waitq_register(struct vch_waitq *q, struct vch_waiter *w)
 	uintptr_t cur = 0;
 
 	w->linked = 0;
+	VB_LINE_WRITE(chan_waiters);
 	/* [W1] seq_cst: publishes w into the fast slot; pairs with [W5]/[W2]. */
 	if (atomic_compare_exchange_strong_explicit(&q->has_waiters, &cur, (uintptr_t)w,
 			memory_order_seq_cst, memory_order_seq_cst))
 		return;
 
 	pthread_mutex_lock(&q->lock);
+	VB_LINE_WRITE(chan_waitq_lock);
 	for (;;) {
 		/* [W1] seq_cst read (all has_waiters accesses are; see above). */
 		cur = atomic_load_explicit(&q->has_waiters, memory_order_seq_cst);
@@ -146,6 +151,7 @@ void vch__waitq_register(struct vch_waitq *q, struct vch_waiter *w)
 			list_append(q, w);
 			break;
 		}
+		VB_LINE_WRITE(chan_waiters);
 		if (cur == 0) {
 			/* [W1] seq_cst publish, as above. */
 			if (atomic_compare_exchange_strong_explicit(&q->has_waiters, &cur,
@@ -181,12 +187,14 @@ bool vch__waitq_remove(struct vch_waitq *q, struct vch_waiter *w)
 	uintptr_t me = (uintptr_t)w;
 	bool removed = false;
 
+	VB_LINE_WRITE(chan_waiters);
 	/* [W1] seq_cst (all has_waiters writes are): take w back from the fast slot. */
 	if (atomic_compare_exchange_strong_explicit(&q->has_waiters, &me, 0,
 			memory_order_seq_cst, memory_order_seq_cst))
 		return true;
 
 	pthread_mutex_lock(&q->lock);
+	VB_LINE_WRITE(chan_waitq_lock);
 	if (w->linked) {
 		list_unlink(q, w);
 		list_emptied_check(q);
@@ -205,6 +213,7 @@ static void deliver(struct vch_waiter *w)
 	struct vrt_task *t = w->task;
 	uint32_t s = VCH_W_WAITING;
 
+	VB_LINE_WRITE(chan_wake);
 	if (t) {
 		/* [W4] release: last touch of w; pairs with [W6]. The reference
 		 * taken at registration keeps t alive for wake + unref. */
@@ -236,6 +245,7 @@ void vch__waitq_notify_one(struct vch_waitq *q)
 
 	while (cur != 0) {
 		if (cur != VCH_WQ_LIST) {
+			VB_LINE_WRITE(chan_waiters);
 			/* [W5] seq_cst (acquire): claim the fast waiter. */
 			if (atomic_compare_exchange_weak_explicit(&q->has_waiters, &cur, 0,
 					memory_order_seq_cst, memory_order_seq_cst)) {
@@ -245,6 +255,7 @@ void vch__waitq_notify_one(struct vch_waitq *q)
 			continue;
 		}
 		pthread_mutex_lock(&q->lock);
+		VB_LINE_WRITE(chan_waitq_lock);
 		/* [W1] seq_cst read; LIST cannot change under the lock. */
 		cur = atomic_load_explicit(&q->has_waiters, memory_order_seq_cst);
 		if (cur == VCH_WQ_LIST) {
@@ -266,6 +277,8 @@ void vch__waitq_notify_all(struct vch_waitq *q)
 	uintptr_t cur;
 
 	pthread_mutex_lock(&q->lock);
+	VB_LINE_WRITE(chan_waitq_lock);
+	VB_LINE_WRITE(chan_waiters);
 	/* [W2]/[W5] seq_cst: claims whatever is there (fast waiter or list). */
 	cur = atomic_exchange_explicit(&q->has_waiters, 0, memory_order_seq_cst);
 	if (cur == VCH_WQ_LIST) {

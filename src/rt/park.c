@@ -23,6 +23,7 @@
  *        parking (work_visible with all).
  */
 #include "rt/internal.h"
+#include "base/lineaudit.h"
 #include "base/time.h"
 
 static void unpark_worker(struct vrt *rt, unsigned id)
@@ -82,6 +83,7 @@ void vrt__notify_parked(struct vrt *rt)
 		/* The woken worker starts out searching: counted here so
 		 * that no second notifier wakes another one for the same work.
 		 * seq_cst: part of [W4]/[W6]. */
+		VB_LINE_WRITE(rt_idle);
 		atomic_fetch_add_explicit(&rt->idle, VRT_IDLE_SEARCH_ONE - VRT_IDLE_PARK_ONE,
 					  memory_order_seq_cst);
 	}
@@ -104,6 +106,7 @@ bool vrt__try_become_searcher(struct vrt_worker *w)
 			return false;
 		/* seq_cst: [W6] the searcher count takes part in the Dekker
 		 * pattern with notifiers ([W4]). */
+		VB_LINE_WRITE(rt_idle);
 		if (atomic_compare_exchange_weak_explicit(&rt->idle, &v, v + VRT_IDLE_SEARCH_ONE,
 				memory_order_seq_cst, memory_order_relaxed)) /* failure relaxed: retried */
 			break;
@@ -123,6 +126,7 @@ void vrt__transition_from_searching(struct vrt_worker *w)
 		return;
 	w->searching = false;
 	/* [W6] seq_cst: see the Ordering block. */
+	VB_LINE_WRITE(rt_idle);
 	prev = atomic_fetch_sub_explicit(&w->rt->idle, VRT_IDLE_SEARCH_ONE, memory_order_seq_cst);
 	if (vrt__idle_searching(prev) == 1)
 		vrt__notify_parked(w->rt);
@@ -181,6 +185,7 @@ static bool unmark_parked(struct vrt_worker *w)
 		/* relaxed: under park_lock. */
 		atomic_store_explicit(word, b & ~bit, memory_order_relaxed);
 		/* seq_cst: the parked half of [W4]/[W5]. */
+		VB_LINE_WRITE(rt_idle);
 		atomic_fetch_sub_explicit(&rt->idle, VRT_IDLE_PARK_ONE, memory_order_seq_cst);
 	}
 	pthread_mutex_unlock(&rt->park_lock);
@@ -240,6 +245,7 @@ void vrt__park(struct vrt_worker *w)
 
 		w->searching = false;
 		/* [W6] seq_cst: leaving searching; pairs with [W4]. */
+		VB_LINE_WRITE(rt_idle);
 		prev = atomic_fetch_sub_explicit(&rt->idle, VRT_IDLE_SEARCH_ONE, memory_order_seq_cst);
 		last = vrt__idle_searching(prev) == 1;
 	}
@@ -253,6 +259,7 @@ void vrt__park(struct vrt_worker *w)
 	pthread_mutex_lock(&rt->park_lock);
 	{
 		/* seq_cst: [W5] with the fence below; pairs with [W4]. */
+		VB_LINE_WRITE(rt_idle);
 		atomic_fetch_add_explicit(&rt->idle, VRT_IDLE_PARK_ONE, memory_order_seq_cst);
 		_Atomic uint64_t *word = &rt->parked_bits[w->id / 64];
 		/* relaxed: written only under park_lock, which we hold. */

@@ -207,6 +207,7 @@ static bool budget_blocks(struct vsrv_conn *c)
 
 static bool ready_for_jobs(struct vsrv *srv)
 {
+	VB_LINE_WRITE(srv_ready_read);
 	/* Relaxed: a status bit (see vsrv__closing). */
 	return !vsrv__draining(srv) && !atomic_load_explicit(&srv->unready, memory_order_relaxed) &&
 	       vch_len(srv->jobs) < srv->ready_limit;
@@ -953,6 +954,7 @@ static void conn_drop(struct vrt_task *t)
 	free((void *)c->slots);
 	vsrv__conn_dealloc(srv, c);
 	/* Relaxed: vsrv_stop polls it; the memory above is already free. */
+	VB_LINE_WRITE(srv_conns);
 	atomic_fetch_sub_explicit(&srv->conns_alive, 1, memory_order_relaxed);
 }
 
@@ -984,6 +986,7 @@ int vsrv__conn_new(struct vsrv *srv, int fd, struct vsrv_conn **out)
 	c->parsed_all = true; /* nothing to parse before the first read */
 	c->phase_since = c->idle_since = vb_now_ns();
 	/* Relaxed: a count for vsrv_stop; see conn_drop. */
+	VB_LINE_WRITE(srv_conns);
 	atomic_fetch_add_explicit(&srv->conns_alive, 1, memory_order_relaxed);
 	*out = c;
 	return 0;

@@ -29,6 +29,7 @@
 
 #include "base/compiler.h"
 #include "base/histogram.h"
+#include "base/lineaudit.h"
 #include "base/log.h"
 #include "chan/chan.h"
 #include "http/parser.h"
@@ -432,6 +433,7 @@ static inline uint64_t vsrv__in_flight(const struct vsrv_conn *c)
  * it (a connection that misses a release looks again on its timer). */
 static inline void vsrv__hold(struct vsrv *srv, int64_t n)
 {
+	VB_LINE_WRITE(srv_inflight);
 	atomic_fetch_add_explicit(&srv->inflight, n, memory_order_relaxed);
 }
 

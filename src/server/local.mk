@@ -17,7 +17,9 @@ TESTS += \
 	tests/integration/test_http_load.py \
 	tests/integration/test_adversarial.py \
 	tests/integration/test_seam.py \
-	tests/integration/test_access_log.py
+	tests/integration/test_line_audit.py \
+	tests/integration/test_access_log.py \
+	tests/integration/test_line_audit.py
 EXTRA_DIST += \
 	tests/integration/httputil.py \
 	tests/integration/test_access_log.py \

@@ -53,6 +53,7 @@ struct vsrv_conn *vsrv__conn_alloc(struct vsrv *srv)
 	struct vsrv_conn *c = NULL;
 	size_t sz = sizeof(struct vsrv_conn);
 
+	VB_LINE_WRITE(srv_pool);
 	pthread_mutex_lock(&srv->pool_mu);
 	if (srv->pool_free) {
 		c = srv->pool_free;
@@ -86,6 +87,7 @@ out:
 
 void vsrv__conn_dealloc(struct vsrv *srv, struct vsrv_conn *c)
 {
+	VB_LINE_WRITE(srv_pool);
 	pthread_mutex_lock(&srv->pool_mu);
 	*(struct vsrv_conn **)c = srv->pool_free;
 	srv->pool_free = c;

@@ -68,6 +68,7 @@ int vsrv_config_check(const struct vsrv_config *c)
 
 void vsrv__reg_add(struct vsrv *srv, struct vsrv_conn *c)
 {
+	VB_LINE_WRITE(srv_registry);
 	pthread_mutex_lock(&srv->reg_mu);
 	c->reg_prev = NULL;
 	c->reg_next = srv->reg_head;
@@ -81,6 +82,7 @@ void vsrv__reg_add(struct vsrv *srv, struct vsrv_conn *c)
 
 void vsrv__reg_del(struct vsrv *srv, struct vsrv_conn *c)
 {
+	VB_LINE_WRITE(srv_registry);
 	pthread_mutex_lock(&srv->reg_mu);
 	if (c->registered) {
 		if (c->reg_prev)
@@ -105,6 +107,7 @@ static void reg_kick(struct vsrv *srv, bool cancel)
 	struct vsrv_conn **v = NULL;
 	size_t n = 0;
 
+	VB_LINE_WRITE(srv_registry);
 	pthread_mutex_lock(&srv->reg_mu);
 	if (srv->reg_n)
 		v = malloc(srv->reg_n * sizeof(*v));
@@ -118,6 +121,7 @@ static void reg_kick(struct vsrv *srv, bool cancel)
 	if (!v && srv->reg_n) {
 		/* No memory for the list: wake under the lock instead (wake
 		 * takes no lock of ours and calls nothing back). */
+		VB_LINE_WRITE(srv_registry);
 		pthread_mutex_lock(&srv->reg_mu);
 		for (struct vsrv_conn *c = srv->reg_head; c; c = c->reg_next) {
 			if (cancel)
@@ -143,6 +147,7 @@ static void reg_kick(struct vsrv *srv, bool cancel)
 void vsrv__conn_closed(struct vsrv *srv)
 {
 	/* [A2] seq_cst: see the Ordering block. */
+	VB_LINE_WRITE(srv_conns);
 	atomic_fetch_sub_explicit(&srv->conns_open, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&srv->paused_n, memory_order_seq_cst) == 0)
 		return;
@@ -150,6 +155,7 @@ void vsrv__conn_closed(struct vsrv *srv)
 		struct vsrv_acceptor *a = srv->acc[i];
 
 		/* [A2] seq_cst exchange: one closer wins each paused acceptor. */
+		VB_LINE_WRITE(srv_paused);
 		if (atomic_exchange_explicit(&a->paused, false, memory_order_seq_cst)) {
 			atomic_fetch_sub_explicit(&srv->paused_n, 1, memory_order_seq_cst);
 			vrt_task_wake(&a->task); /* the server holds its handle */
@@ -167,6 +173,7 @@ static bool acc_must_pause(struct vsrv_acceptor *a)
 	if (atomic_load_explicit(&srv->conns_open, memory_order_relaxed) < max)
 		return false;
 	/* [A1] seq_cst: see the Ordering block. */
+	VB_LINE_WRITE(srv_paused);
 	atomic_store_explicit(&a->paused, true, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&srv->paused_n, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&srv->conns_open, memory_order_seq_cst) >= max) {
@@ -174,6 +181,7 @@ static bool acc_must_pause(struct vsrv_acceptor *a)
 		return true;
 	}
 	/* Room after all; un-pause unless a closer already did. [A1] */
+	VB_LINE_WRITE(srv_paused);
 	if (atomic_exchange_explicit(&a->paused, false, memory_order_seq_cst))
 		atomic_fetch_sub_explicit(&srv->paused_n, 1, memory_order_seq_cst);
 	return false;
@@ -187,6 +195,7 @@ static void acc_serve(struct vsrv *srv, int fd)
 	int rc;
 
 	/* seq_cst like [A1]/[A2]: part of the same Dekker counter. */
+	VB_LINE_WRITE(srv_conns);
 	atomic_fetch_add_explicit(&srv->conns_open, 1, memory_order_seq_cst);
 	VSRV_INC(srv, conns_accepted);
 	rc = vsrv__conn_new(srv, fd, &c); /* closes fd on failure */
@@ -702,6 +711,12 @@ static const struct vb_metric responses_row[] = {
 static const struct vb_metric in_flight_row[] = {
 	{ "in_flight", VB_METRIC_GAUGE, "", "requests in this stage now", 0, NULL },
 };
+#ifdef VOLTD_LINE_AUDIT
+static const struct vb_metric line_writes_row[] = {
+	{ "line_writes", VB_METRIC_COUNTER, "",
+	  "writes to cache lines that several workers write, by site (--enable-line-audit builds)", 0, NULL },
+};
+#endif
 static const size_t one_row = 1;
 static const char *const code_values[] = { "1xx", "2xx", "3xx", "4xx", "5xx" };
 static const char *const stage_values[] = {
@@ -720,6 +735,10 @@ const struct vb_metric_group vsrv_metric_groups[] = {
 	  "stage", stage_values, VSRV_STAGES },
 	{ vch_metrics, &vch_metrics_n, offsetof(struct vsrv_stats, jobs), sizeof(struct vch_stats),
 	  "channel", channel_values, VB_ARRAY_SIZE(channel_values) },
+#ifdef VOLTD_LINE_AUDIT
+	{ line_writes_row, &one_row, offsetof(struct vsrv_stats, line_writes), sizeof(uint64_t),
+	  "site", vb_line_site_names, VB_LINE_N },
+#endif
 };
 const size_t vsrv_metric_groups_n = VB_ARRAY_SIZE(vsrv_metric_groups);
 
@@ -752,6 +771,7 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 	out->accept_paused = atomic_load_explicit(&srv->paused_n, memory_order_relaxed) > 0;
 	vch_stats_get(srv->jobs, &out->jobs);
 	vch_stats_get(srv->replies, &out->replies);
+	vb_line_audit_sum(out->line_writes);
 	out->n_kinds = srv->n_kinds;
 	for (unsigned k = 0; k < srv->n_kinds; k++) {
 		struct vsrv_kind_stats *ks = &out->kinds[k];

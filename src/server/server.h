@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 
 #include "base/histogram.h"
+#include "base/lineaudit.h"
 #include "chan/chan.h"
 
 struct vrt;
@@ -200,6 +201,10 @@ struct vsrv_stats {
 	/* job kinds */
 	unsigned n_kinds;
 	struct vsrv_kind_stats kinds[VSRV_KINDS_MAX];
+	/* writes to cache lines shared between workers, by site (base/lineaudit.h):
+	 * counted in --enable-line-audit builds only (the family line_writes
+	 * exists there only); 0 otherwise */
+	uint64_t line_writes[VB_LINE_N];
 };
 extern const struct vb_metric vsrv_metrics[];
 extern const size_t vsrv_metrics_n;

@@ -7,6 +7,7 @@
  * belong to the runtime.
  */
 #include "config.h"
+#include "base/lineaudit.h"
 #include "base/log.h"
 #include "ctl/ctl.h"
 #include "io/io.h"
@@ -71,7 +72,8 @@ static void usage(FILE *fp)
 static const char *features(void)
 {
 	static char buf[128];
-	snprintf(buf, sizeof(buf), "io_uring libev %s", vd_notify_impl());
+	snprintf(buf, sizeof(buf), "io_uring libev %s%s", vd_notify_impl(),
+		 vb_line_audit_enabled() ? " line-audit" : "");
 	return buf;
 }
 
