@@ -21,13 +21,16 @@
 #include "base/lineaudit.h"
 #include "rt/rt.h"
 
-static void side_count(struct vch *ch, unsigned dir, bool waits)
+/* A task that registers found the channel empty (full) and waits: both
+ * statistics in one counter (task_waits, added to both by vch_stats_get),
+ * so an idle executor going back to wait writes the statistics line once. */
+static void side_count(struct vch *ch, unsigned dir, bool task_waits)
 {
 	struct vch_side_stats *st = dir == VCH_DIR_SEND ? &ch->send_stats : &ch->recv_stats;
 
 	VB_LINE_WRITE(chan_stats);
 	/* Relaxed: statistics. */
-	atomic_fetch_add_explicit(waits ? &st->waits : &st->blocked_events, 1,
+	atomic_fetch_add_explicit(task_waits ? &st->task_waits : &st->blocked_events, 1,
 				  memory_order_relaxed);
 }
 
@@ -84,10 +87,11 @@ static enum vch_status op_poll(struct vch *ch, unsigned dir, struct vch_waiter *
 	if (r != busy)
 		return r;
 
-	side_count(ch, dir, false);
 	t = vrt_current();
-	if (!t)
+	if (!t) {
+		side_count(ch, dir, false);
 		return busy;   /* not in a task: behave like try_ */
+	}
 
 	vrt_task_ref(t);   /* owned by the queue while w is registered */
 	w->task = t;
@@ -96,7 +100,7 @@ static enum vch_status op_poll(struct vch *ch, unsigned dir, struct vch_waiter *
 	/* Relaxed: published by the seq_cst register [W1]. */
 	atomic_store_explicit(&w->state, VCH_W_WAITING, memory_order_relaxed);
 	vch__waitq_register(vch__queue_of(ch, dir), w);
-	side_count(ch, dir, true);
+	side_count(ch, dir, true);   /* an empty (full) event and a wait: one write */
 	/* [W3] seq_cst fence: the re-check sees every ring RMW whose waker may
 	 * have missed the registration; see waitq.c. */
 	atomic_thread_fence(memory_order_seq_cst);

@@ -105,6 +105,8 @@ int vch__new_at(size_t capacity, uint64_t start, struct vch **out)
 	atomic_init(&ch->send_stats.waits, 0);
 	atomic_init(&ch->recv_stats.blocked_events, 0);
 	atomic_init(&ch->recv_stats.waits, 0);
+	atomic_init(&ch->send_stats.task_waits, 0);
+	atomic_init(&ch->recv_stats.task_waits, 0);
 	atomic_init(&ch->send_stats.spun, 0);
 	atomic_init(&ch->recv_stats.spun, 0);
 	atomic_init(&ch->send_stats.wait_hint, 0);
@@ -362,10 +364,12 @@ void vch_stats_get(const struct vch *ch, struct vch_stats *out)
 	out->closed = (tail & VCH_CLOSED_BIT) != 0;
 	out->sends = ((tail & ~(uint64_t)VCH_CLOSED_BIT) - ch->start) / VCH_POS_STEP;
 	out->recvs = (head - ch->start) / VCH_POS_STEP;
-	out->full_events = atomic_load_explicit(&c->send_stats.blocked_events, memory_order_relaxed);
-	out->empty_events = atomic_load_explicit(&c->recv_stats.blocked_events, memory_order_relaxed);
-	out->send_waits = atomic_load_explicit(&c->send_stats.waits, memory_order_relaxed);
-	out->recv_waits = atomic_load_explicit(&c->recv_stats.waits, memory_order_relaxed);
+	uint64_t stw = atomic_load_explicit(&c->send_stats.task_waits, memory_order_relaxed);
+	uint64_t rtw = atomic_load_explicit(&c->recv_stats.task_waits, memory_order_relaxed);
+	out->full_events = atomic_load_explicit(&c->send_stats.blocked_events, memory_order_relaxed) + stw;
+	out->empty_events = atomic_load_explicit(&c->recv_stats.blocked_events, memory_order_relaxed) + rtw;
+	out->send_waits = atomic_load_explicit(&c->send_stats.waits, memory_order_relaxed) + stw;
+	out->recv_waits = atomic_load_explicit(&c->recv_stats.waits, memory_order_relaxed) + rtw;
 	out->send_spins = atomic_load_explicit(&c->send_stats.spun, memory_order_relaxed);
 	out->recv_spins = atomic_load_explicit(&c->recv_stats.spun, memory_order_relaxed);
 }

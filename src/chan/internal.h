@@ -69,7 +69,8 @@ struct vch_waitq {
 
 struct vch_side_stats {
 	_Atomic uint64_t blocked_events;  /* full_events (send side) / empty_events */
-	_Atomic uint64_t waits;           /* send_waits / recv_waits */
+	_Atomic uint64_t waits;           /* send_waits / recv_waits (threads) */
+	_Atomic uint64_t task_waits;      /* tasks: counts in both of the above (async.c) */
 	_Atomic uint64_t spun;            /* send_spins / recv_spins */
 	_Atomic uint32_t wait_hint;       /* blocked threads: log2 of the first pause (chan.c) */
 	_Atomic uint32_t gap_avg;         /* blocked threads: recent gap estimate (vch__gap_note) */

@@ -393,6 +393,14 @@ static void test_task_recv_woken(void **state)
 	assert_int_equal(c->last, VCH_OK);
 	assert_int_equal(c->value, 77);
 	assert_int_equal(atomic_load(&ch->recvq.has_waiters), 0);
+	/* The task's one registration is one empty event and one wait (one
+	 * counter write, both fields), nothing on the send side. */
+	struct vch_stats st;
+	vch_stats_get(ch, &st);
+	assert_int_equal(st.empty_events, 1);
+	assert_int_equal(st.recv_waits, 1);
+	assert_int_equal(st.full_events, 0);
+	assert_int_equal(st.send_waits, 0);
 	vrt_task_unref(&c->task);
 	wait_freed(&freed, 1);
 	vch_free(ch);
