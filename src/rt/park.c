@@ -226,6 +226,7 @@ void vrt__park(struct vrt_worker *w)
 	struct vrt *rt = w->rt;
 	bool last = false, queued;
 	int64_t now, timeout;
+	uint64_t idle;
 
 	w->in_park = true;
 	if (w->unparked_idle) {
@@ -260,7 +261,7 @@ void vrt__park(struct vrt_worker *w)
 	{
 		/* seq_cst: [W5] with the fence below; pairs with [W4]. */
 		VB_LINE_WRITE(rt_idle);
-		atomic_fetch_add_explicit(&rt->idle, VRT_IDLE_PARK_ONE, memory_order_seq_cst);
+		idle = atomic_fetch_add_explicit(&rt->idle, VRT_IDLE_PARK_ONE, memory_order_seq_cst);
 		_Atomic uint64_t *word = &rt->parked_bits[w->id / 64];
 		/* relaxed: written only under park_lock, which we hold. */
 		atomic_store_explicit(word, atomic_load_explicit(word, memory_order_relaxed)
@@ -282,8 +283,21 @@ void vrt__park(struct vrt_worker *w)
 	 * wake-up): no tick on an idle runtime. The [W4]/[W5] pattern makes
 	 * sure new work wakes a sleeper; stress_rt_idle checks it without
 	 * any timeout.
+	 *
+	 * Only a worker that is not parked can hold such a task: only the
+	 * owner pushes onto its ring, and a parked owner emptied it before
+	 * it parked (what its driver queues during the park it runs itself
+	 * when it returns). So "some other worker is awake" stands for "a
+	 * ring may hold a task", read from the idle word our RMW above
+	 * returned: O(1), where scanning every ring was O(workers) remote
+	 * reads on every park (scaling-on-paper.md row 21). It may say
+	 * "queued" when the awake worker's ring is empty: that costs a
+	 * park_timeout wake-up while some worker is awake, never on an idle
+	 * runtime. Like the scan, it is a look at one moment: a worker that
+	 * wakes later and queues a task it does not advertise runs it itself.
 	 */
-	queued = work_elsewhere(w);
+	queued = vrt__inject_len(&rt->inject) != 0 ||
+		 (w->stealing && vrt__idle_parked(idle) + 1 < rt->nworkers);
 	timeout = queued ? rt->park_timeout_ns : -1;
 	now = vb_now_ns();
 	vrt__ctr_add(&w->c.busy_ns, (uint64_t)(now - w->active_start));

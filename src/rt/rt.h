@@ -166,10 +166,12 @@ struct vrt_park_ops {
 	/* Worker thread: sleep until unpark(worker), a driver event, or
 	 * timeout_ns (< 0: no bound). Must return promptly if unpark came
 	 * before the call. The park rule: the runtime passes
-	 * park_timeout_ms only while a task is queued somewhere (a busy
-	 * worker's ring); with nothing queued anywhere it passes -1, so the
-	 * driver must end the park by itself for its own events (completions,
-	 * timers, requests from other threads). */
+	 * park_timeout_ms only while a task may be queued somewhere (the
+	 * injection queue, or another worker is awake: its ring may hold a
+	 * task it did not advertise); with every other worker parked and
+	 * nothing injected it passes -1, so the driver must end the park by
+	 * itself for its own events (completions, timers, requests from other
+	 * threads). */
 	void (*park)(void *ctx, unsigned worker, int64_t timeout_ns);
 	/* Any thread: end the current or next park of `worker`. */
 	void (*unpark)(void *ctx, unsigned worker);
@@ -210,7 +212,7 @@ struct vrt_config {
 	bool lifo_slot;
 	unsigned lifo_poll_cap;
 	unsigned budget;
-	unsigned park_timeout_ms;      /* bound of a park while work is
+	unsigned park_timeout_ms;      /* bound of a park while work may be
 					* queued somewhere (see vrt_park_ops.park) */
 	unsigned io_poll_interval;     /* ticks between park ops poll() while busy;
 					* 0: only before parking */

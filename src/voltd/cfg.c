@@ -129,7 +129,7 @@ static const struct vcfg_key schema[] = {
 	  .doc = "channel and I/O operations a task may do per poll before it yields" },
 	{ "scheduler", "park_timeout_ms", VCFG_UINT, "10", 1, VRT_PARK_TIMEOUT_MS_MAX, F(scheduler.park_timeout_ms),
 	  .unit = "ms",
-	  .doc = "longest sleep of an idle worker before it looks for work again" },
+	  .doc = "longest sleep of an idle worker while another worker is awake (its queue may hold a task it did not announce); with every worker idle, none" },
 	{ "scheduler", "io_poll_interval", VCFG_UINT, "61", 0, VRT_IO_POLL_INTERVAL_MAX, F(scheduler.io_poll_interval),
 	  .doc = "polls between two looks at I/O completions while a worker is busy; 0 = only before parking" },
 	/* [io] */

@@ -556,6 +556,74 @@ static void test_idle_cpu(void **st)
 	vrt_free(rt);
 }
 
+/*
+ * The park rule: a task queued on a ring whose owner is busy is not lost
+ * to a sibling that parked before it was queued. The spinner waits until
+ * its sibling is parked, then queues one task on its ring (a local push of
+ * one task wakes nobody) and spins on without yielding: the sibling's park
+ * is bounded (park_timeout) while the spinner is awake, so the sibling
+ * wakes, steals the task and runs it while the spinner still spins. A park
+ * without a bound (the decision taken while every ring was empty) would
+ * leave the task behind the spin. No stall monitor here.
+ */
+static struct vrt *g_prt;
+static _Atomic int g_stolen_on = -1;
+
+static enum vrt_poll fn_mark_worker(struct tt *x)
+{
+	(void)x;
+	atomic_store(&g_stolen_on, vrt_worker_id());
+	return VRT_READY;
+}
+
+static enum vrt_poll fn_spin_with_queued(struct tt *x)
+{
+	struct vrt_worker_stats ws[2];
+	int self = vrt_worker_id(), other = 1 - self;
+	struct tt *t, *d;
+	int64_t end = vb_now_ns() + 5 * 1000000000LL;
+	uint64_t parks0;
+
+	vrt_stats_snapshot(g_prt, NULL, ws, 2);
+	parks0 = ws[other].parks;
+	do { /* the sibling parks again, after we woke (bounded: 5 s) */
+		vrt_stats_snapshot(g_prt, NULL, ws, 2);
+	} while ((ws[other].state != VRT_WS_PARKED || ws[other].parks == parks0) &&
+		 vb_now_ns() < end);
+	x->n = ws[other].state == VRT_WS_PARKED && ws[other].parks != parks0;
+	t = tt_new(fn_mark_worker, NULL);
+	d = tt_new(fn_count, NULL);
+	/* t to the LIFO slot, then to the ring when d takes the slot. */
+	assert_int_equal(vrt_spawn_detached(g_prt, &t->t), 0);
+	assert_int_equal(vrt_spawn_detached(g_prt, &d->t), 0);
+	while (atomic_load(&g_stolen_on) < 0 && vb_now_ns() < end)
+		;
+	atomic_store(&x->counter, self);
+	return VRT_READY;
+}
+
+static void test_park_bounded_while_sibling_awake(void **st)
+{
+	struct vrt_config c;
+	struct tt *x;
+
+	(void)st;
+	tcfg_rt(&c);
+	c.workers = 2;
+	c.park_timeout_ms = 1;
+	assert_int_equal(vrt_new(&c, &g_prt), 0);
+	usleep(20000); /* both workers parked */
+	x = tt_new(fn_spin_with_queued, NULL);
+	assert_int_equal(vrt_spawn(g_prt, &x->t), 0);
+	vrt_task_join_wait(&x->t);
+	assert_int_equal(x->n, 1); /* the sibling was parked when the task was queued */
+	/* the task ran on the sibling, during the spin */
+	assert_int_equal(atomic_load(&g_stolen_on), 1 - atomic_load(&x->counter));
+	vrt_task_unref(&x->t);
+	vrt_shutdown(g_prt, VRT_SHUTDOWN_DRAIN);
+	vrt_free(g_prt);
+}
+
 /* The park/unpark seam: hooks run on each worker, poll() runs while busy
  * and before parking and may wake tasks, a failing worker_start fails
  * vrt_new. */
@@ -683,6 +751,7 @@ int main(void)
 		cmocka_unit_test(test_inject_batch_stealable),
 		cmocka_unit_test(test_config_and_tunables),
 		cmocka_unit_test(test_idle_cpu),
+		cmocka_unit_test(test_park_bounded_while_sibling_awake),
 		cmocka_unit_test(test_park_ops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
