@@ -29,8 +29,8 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
-import time
+
+import bench_voltd
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,10 +49,6 @@ if args.build:
     if not os.path.exists(os.path.join(b, "Makefile")):
         subprocess.run([os.path.join(TOP, "configure"), "-q", "--enable-line-audit"], cwd=b, check=True)
     subprocess.run(["nice", "-n", "5", "make", "-s", "-j2", "voltd"], cwd=b, check=True)
-
-d = tempfile.mkdtemp()
-sock = d + "/c.sock"
-
 
 def ctl(cmd):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -74,16 +70,8 @@ def snapshot():
     return r.get("line_writes", {}), r["requests"]
 
 
-v = subprocess.Popen([args.voltd, "-f", "-s", "scheduler.workers=2", "-s", "server.listen=127.0.0.1:%d" % args.port,
-                      "-s", "control.socket=" + sock, "-s", "log.level=warning"],
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+v, sock = bench_voltd.start(args.voltd, args.port, "line_audit")
 try:
-    for _ in range(50):
-        if os.path.exists(sock):
-            break
-        time.sleep(0.1)
-    if not os.path.exists(sock):
-        sys.exit("line_audit: voltd did not start (no control socket %s)" % sock)
     if "line-audit" not in ctl("version")["features"].split():
         sys.exit("line_audit: %s is not built with --enable-line-audit (try --build)" % args.voltd)
     base = "http://127.0.0.1:%d" % args.port

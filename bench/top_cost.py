@@ -33,8 +33,9 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+
+import bench_voltd
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = 1.02
@@ -54,12 +55,7 @@ if pairs < 1:
 voltd = args.voltd
 voltctl = os.path.join(os.path.dirname(voltd), "voltctl")
 url = "http://127.0.0.1:%d/healthz" % args.port
-d = tempfile.mkdtemp()
-sock = d + "/c.sock"
-v = subprocess.Popen([voltd, "-f", "-s", "scheduler.workers=2", "-s", "server.listen=127.0.0.1:%d" % args.port,
-                      "-s", "control.socket=" + sock, "-s", "log.level=warning"],
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
+v, sock = bench_voltd.start(voltd, args.port, "top_cost")
 
 def threads():
     out = {}
@@ -107,12 +103,6 @@ def bootstrap_median(xs, n=2000, seed=20):
 
 
 try:
-    for _ in range(50):
-        if os.path.exists(sock):
-            break
-        time.sleep(0.1)
-    if not os.path.exists(sock):
-        raise SystemExit("top_cost: voltd did not start (no control socket %s)" % sock)
     res = {False: [], True: []}
     ratios = []
     others = []
