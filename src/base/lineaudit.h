@@ -40,7 +40,11 @@
 	X(srv_registry)     /* the connection registry, under reg_mu */ \
 	X(srv_pool)         /* the connection pool, under pool_mu */ \
 	X(srv_ready_read)   /* /readyz: the jobs channel's head and tail read (vch_len) */ \
-	X(rt_idle)          /* rt->idle, the searching / parked word */
+	X(rt_idle)          /* rt->idle, the searching / parked word */ \
+	X(rt_steal)         /* a victim's queue head and stolen_from, written by a stealer */ \
+	X(rt_inject)        /* the injection queue, under its mutex (push, pop) */ \
+	X(io_bufret)        /* a provided buffer pushed back to its owner by another worker */ \
+	X(io_mailbox)       /* an operation posted to another worker's mailbox */
 
 enum vb_line_site {
 #define VB_LINE_ENUM(name) VB_LINE_##name,

@@ -30,6 +30,7 @@
 #include "config.h"
 
 #include "io/internal.h"
+#include "base/lineaudit.h"
 #include "base/time.h"
 
 #include <errno.h>
@@ -233,6 +234,7 @@ void vio__buf_release(struct vio_worker *self, struct vio_buf *b)
 	head = atomic_load_explicit(&w->buf_returns, memory_order_relaxed);
 	do {
 		b->next = head;
+		VB_LINE_WRITE(io_bufret);
 		/* [B1] seq_cst: release pairs with [B2] (we are done with the
 		 * bytes); seq_cst for [B3]. */
 	} while (!atomic_compare_exchange_weak_explicit(&w->buf_returns, &head, b,

@@ -41,6 +41,7 @@
 #include "config.h"
 
 #include "io/internal.h"
+#include "base/lineaudit.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -166,6 +167,7 @@ void vio__mbox_post(struct vio_worker *w, struct vio_req *r)
 
 	do {
 		r->next = head;
+		VB_LINE_WRITE(io_mailbox);
 		/* [M1] release: publishes r and what the poster wrote before;
 		 * pairs with [M2] in vio__mbox_run. */
 	} while (!atomic_compare_exchange_weak_explicit(&w->mbox, &head, r,

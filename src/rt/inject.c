@@ -16,6 +16,7 @@
  *   not miss a push are ordered by seq_cst fences in worker.c ([W4]/[W5]).
  */
 #include "rt/internal.h"
+#include "base/lineaudit.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -89,6 +90,7 @@ static bool push(struct vrt_inject *q, struct vrt_task *first, struct vrt_task *
 	bool ok;
 
 	pthread_mutex_lock(&q->lock);
+	VB_LINE_WRITE(rt_inject);
 	ok = !q->closed;
 	if (ok)
 		append_locked(q, first, last, n, fresh);
@@ -113,6 +115,7 @@ bool vrt__inject_push_spawn(struct vrt_inject *q, struct vrt_task *t)
 	bool ok;
 
 	pthread_mutex_lock(&q->lock);
+	VB_LINE_WRITE(rt_inject);
 	ok = !q->closed && !q->closed_remote;
 	if (ok)
 		append_locked(q, t, t, 1, true);
@@ -170,6 +173,7 @@ unsigned vrt__inject_pop_batch(struct vrt_inject *q, struct vrt_task **out,
 	if (vrt__inject_len(q) == 0 || max == 0)
 		return 0;
 	pthread_mutex_lock(&q->lock);
+	VB_LINE_WRITE(rt_inject);
 	/* relaxed: under the lock that serialises writers. */
 	len = atomic_load_explicit(&q->len, memory_order_relaxed);
 	if (len == 0) {

@@ -25,6 +25,7 @@
  *        with a release store of its tail (same role as [Q1]).
  */
 #include "rt/internal.h"
+#include "base/lineaudit.h"
 
 void vrt__wsq_init(struct vrt_wsq *q, uint32_t start)
 {
@@ -159,6 +160,7 @@ enum vrt_steal vrt__wsq_steal_into(struct vrt_wsq *src, struct vrt_wsq *dst,
 		if (avail <= VRT_WSQ_CAP) {
 			n = vrt__wsq_steal_count(avail);
 			next = vrt__wsq_pack(steal, real + n);
+			VB_LINE_WRITE(rt_steal);
 			/* [Q5] acq_rel: claim ordered with the owner's pops/overflow
 			 * and other stealers; acquire orders the slot reads below. */
 			if (atomic_compare_exchange_weak_explicit(&src->head, &h, next,
@@ -184,11 +186,13 @@ enum vrt_steal vrt__wsq_steal_into(struct vrt_wsq *src, struct vrt_wsq *dst,
 	for (;;) {
 		uint32_t real = vrt__wsq_real_of(h);
 		uint64_t done = vrt__wsq_pack(real, real);
+		VB_LINE_WRITE(rt_steal);
 		/* [Q2] release: our slot reads are done; pairs with [Q4]. */
 		if (atomic_compare_exchange_weak_explicit(&src->head, &h, done,
 				memory_order_acq_rel, memory_order_acquire))
 			break;
 	}
+	VB_LINE_WRITE(rt_steal);
 	/* relaxed: statistics only. */
 	atomic_fetch_add_explicit(&src->stolen_from, n, memory_order_relaxed);
 
