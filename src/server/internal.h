@@ -31,6 +31,7 @@
 #include "base/histogram.h"
 #include "base/lineaudit.h"
 #include "base/log.h"
+#include "base/time.h"
 #include "chan/chan.h"
 #include "http/parser.h"
 #include "http/response.h"
@@ -160,10 +161,38 @@ struct vsrv_batch {
 	char buf[VSRV_OBUF];
 };
 
-enum vsrv_rd {
-	VSRV_RD_OPEN = 0,  /* reading requests */
-	VSRV_RD_DONE,      /* no more requests (close, error, EOF, drain) */
+/*
+ * The connection's three state machines: what it receives, what it sends,
+ * how it ends. Each moves only through its transition function in conn.c
+ * (rx_to, tx_to, end_to), which does what entering a state takes.
+ */
+enum vsrv_rx {
+	VSRV_RX_READ = 0,    /* everything received is parsed: read more */
+	VSRV_RX_PARSE,       /* received bytes wait for the parser */
+	VSRV_RX_CONTINUE,    /* a 100 Continue is owed: parse and read wait until it is in the batch */
+	VSRV_RX_JOBS_WAIT,   /* a request waits for room in `jobs` (pending): parse and read wait */
+	VSRV_RX_BUDGET_WAIT, /* over max_inflight_bytes: nothing is read (the timer looks again) */
+	VSRV_RX_EOF,         /* the peer closed its side: no more requests */
+	VSRV_RX_DONE,        /* no more requests (close, error, timeout, abort) */
 };
+
+enum vsrv_tx {
+	VSRV_TX_IDLE = 0,    /* no send under way */
+	VSRV_TX_SENDING,     /* the batch is being sent; its end wakes us */
+	VSRV_TX_QUIET,       /* the same, but its end may not wake us (collected at the next request) */
+	VSRV_TX_LOUD,        /* was quiet for VSRV_QUIET_NS: its end wakes us, it never goes quiet again */
+};
+
+enum vsrv_end {
+	VSRV_END_OPEN = 0,   /* requests and answers go on */
+	VSRV_END_FAILED,     /* a request failed to parse: linger once its answer is out */
+	VSRV_END_LINGER,     /* our side is shut: input is read and dropped for a while, then close */
+	VSRV_END_ABORTED,    /* stop now: nothing more is sent; close */
+	VSRV_END_CLOSING,    /* vio_conn_close under way; nothing else happens */
+};
+
+/* tx_acked before the first look at the socket's progress of a batch. */
+#define VSRV_ACKED_UNSEEN UINT64_MAX
 
 struct vsrv_conn {
 	struct vrt_task task;          /* refs: runtime + jobs in flight */
@@ -192,40 +221,28 @@ struct vsrv_conn {
 	uint32_t slot_mask;
 
 	/* task-private from here */
+	enum vsrv_rx rx;
+	enum vsrv_tx tx;
+	enum vsrv_end end;
 	uint64_t next_seq;     /* number of the next request parsed */
 	uint64_t collect_seq;  /* next response to put in the batch */
 	uint64_t sent_seq;     /* responses fully sent */
-	struct vsrv_job *pending;      /* waiting for room in `jobs` */
+	struct vsrv_job *pending;      /* waiting for room in `jobs` (it goes even after DONE) */
 	struct vch_waiter jw;
-	enum vsrv_rd rd;
-	bool rx_busy;          /* a recv is under way (into the parser's buffer) */
-	bool tx_busy;          /* the batch is being sent */
-	bool tx_quiet;         /* its completion may come without a wakeup */
-	bool tx_loud;          /* quiet for VSRV_QUIET_NS already: wake us */
-	bool parsed_all;       /* the parser said MORE since the last read */
-	bool cont_pending;     /* owe a 100 Continue before parsing on */
-	bool eof;              /* the peer closed its side */
-	bool linger;           /* drain input for a while before closing */
-	bool lingering;
-	bool closing;          /* vio_conn_close under way */
-	bool aborting;         /* stop now: send nothing more */
-	bool first_done;       /* a request was answered already */
 	enum vhttp_phase phase;
 	int64_t phase_since;   /* when phase last changed */
 	int64_t idle_since;    /* nothing in flight, nothing buffered, since */
 	int64_t tx_since;      /* the batch send started */
 	int64_t tx_mark;       /* its last progress seen (send_timeout_ms) */
-	uint64_t tx_acked;     /* TCP bytes acknowledged at tx_mark */
-	bool tx_looked;        /* tx_acked was read for this batch */
+	uint64_t tx_acked;     /* TCP bytes acknowledged at tx_mark (VSRV_ACKED_UNSEEN) */
 	int64_t linger_until;
 	size_t linger_bytes;
-	void *rbuf;            /* where the recv under way writes */
+	void *rbuf;            /* where the recv under way writes (NULL: none under way) */
 	size_t rroom;
 	int64_t tmr_at;        /* what tmr is armed for (0: not armed) */
 	size_t rx_held;        /* the parser's body bytes charged to srv->inflight */
-	bool budget_wait;      /* not reading: over max_inflight_bytes */
 	int64_t probe_at;      /* next look for a peer reset while not reading (0: none) */
-	struct vio_timer tmr;  /* header/body/idle/send deadlines, lazily armed */
+	struct vio_timer tmr;  /* header/body/idle/send/linger deadlines, lazily armed */
 	const char *close_reason; /* for the log, when requests are dropped */
 	struct vsrv_batch *out; /* taken for a response, given back when idle */
 	/* The access log's request lines, by seq & slot_mask: allocated the
@@ -416,13 +433,27 @@ void vsrv__mem_fini(struct vsrv *srv);
 struct vsrv_conn *vsrv__conn_alloc(struct vsrv *srv); /* zeroed; NULL: no memory */
 void vsrv__conn_dealloc(struct vsrv *srv, struct vsrv_conn *c);
 
-/* conn.c: the connection's parser and slots (task), and the caches. */
+/* The per-worker caches: what a busy connection takes (a parser, its
+ * reorder slots, a send batch) and gives back when idle, empty. On a
+ * worker its own block's cache first; elsewhere plain malloc and free. */
+struct vhttp_parser *vsrv__parser_get(struct vsrv *srv);   /* NULL: no memory */
+void vsrv__parser_put(struct vsrv *srv, struct vhttp_parser *p);
+void *vsrv__slots_get(struct vsrv *srv, size_t n);          /* zeroed; NULL: no memory */
+void vsrv__slots_put(struct vsrv *srv, void *slots);        /* every slot empty */
+struct vsrv_batch *vsrv__batch_alloc(struct vsrv *srv);     /* NULL: no memory */
+void vsrv__batch_dealloc(struct vsrv *srv, struct vsrv_batch *b);
+/* vsrv_free: free what a block's cache holds. */
 void vsrv__cache_free(struct vsrv_wstats *ws);
 
 /* Requests of c not answered yet (task-private counters). */
 static inline uint64_t vsrv__in_flight(const struct vsrv_conn *c)
 {
 	return c->next_seq - c->sent_seq;
+}
+
+static inline int64_t vsrv__ms(unsigned v)
+{
+	return (int64_t)v * VB_NS_PER_MS;
 }
 
 /* A live key's current value (vsrv_set_live). */
@@ -461,24 +492,28 @@ static inline bool vsrv__closing(const struct vsrv *srv)
 /* output.c: the connection's send batch and its own answers (task). */
 /* Room for one more response, and no send under way. */
 bool vsrv__batch_open(const struct vsrv_conn *c);
-/* conn.c: make sure c->out exists (this worker's cache first); false (and
- * the connection aborts) when there is no memory. */
+/* Make sure c->out exists (this worker's cache first); false (and the
+ * connection aborts) when there is no memory. */
 bool vsrv__batch_get(struct vsrv_conn *c);
 /* Take the next responses in order from the slots (and a 100 Continue
- * owed); true when the 100 Continue went in. */
+ * owed); true when the 100 Continue went in (the caller moves rx on). */
 bool vsrv__batch_collect(struct vsrv_conn *c);
 /* log.access on: note request seq's method and target for the line its
  * response will log (a no-op when off). */
 void vsrv__access_note(struct vsrv_conn *c, uint64_t seq, const char *method, const char *target,
 		       size_t target_len);
-/* The batch went out whole: count, free, advance sent_seq. */
-void vsrv__batch_done(struct vsrv_conn *c, int64_t now);
+/* The batch went out whole: count, free, advance sent_seq. True when an
+ * answer in it said close (the caller ends the requests). */
+bool vsrv__batch_done(struct vsrv_conn *c, int64_t now);
 void vsrv__batch_free_jobs(struct vsrv *srv, struct vsrv_batch *b);
 void vsrv__batch_reset(struct vsrv_batch *b);
 /* A response for `to` with this status: version, and close when `to` asks
  * or the server is closing (vsrv__closing). */
 void vsrv__reply_init(struct vsrv *srv, struct vhttp_response *r, const struct vsrv_reply_to *to,
 		      int status);
+/* Answer a request that never parsed whole (an error, 408): it takes the
+ * next request number, answers in HTTP/1.1 and closes. */
+void vsrv__respond_unparsed(struct vsrv_conn *c, int status, int64_t now);
 /* Answer `to` from the parse stage with vj's result (vj owned). */
 void vsrv__respond_job(struct vsrv_conn *c, const struct vsrv_reply_to *to, struct vjob *vj);
 /* Answer `to` with a status and a short text body (errors, 408, 404, 405
@@ -488,6 +523,24 @@ void vsrv__respond_status(struct vsrv_conn *c, const struct vsrv_reply_to *to, i
 
 /* conn.c */
 extern const struct vrt_task_vtable vsrv__conn_vt;
+/* The receive and send machines' transitions (the only writers of c->rx
+ * and c->tx; c->end moves in conn.c alone). vsrv__tx_to is true when the
+ * send under way has ended already (collect it now). */
+void vsrv__rx_to(struct vsrv_conn *c, enum vsrv_rx to);
+bool vsrv__tx_to(struct vsrv_conn *c, enum vsrv_tx to);
+/* The parser's phase (IDLE without a parser). */
+enum vhttp_phase vsrv__parser_phase(const struct vsrv_conn *c);
+/* A connection accepted just before the drain gets this long for its
+ * first request (it was accepted, so the client is sending one). */
+#define VSRV_DRAIN_FIRST_MS 1000
+/* Draining: is a request still arriving, or has a fresh connection not
+ * had VSRV_DRAIN_FIRST_MS for its first one? Otherwise it closes. */
+bool vsrv__drain_keeps_reading(const struct vsrv_conn *c);
+
+/* deadline.c: act on passed deadlines (true when something changed);
+ * arm the timer for the earliest. */
+bool vsrv__conn_timeouts(struct vsrv_conn *c, int64_t now);
+void vsrv__conn_arm(struct vsrv_conn *c, int64_t now);
 /* Stop at once: nothing more is sent, the socket closes; the first
  * reason is logged if requests are dropped. The one way to abort. */
 void vsrv__conn_abort(struct vsrv_conn *c, const char *reason);
@@ -497,6 +550,13 @@ int vsrv__conn_new(struct vsrv *srv, int fd, struct vsrv_conn **out);
 void vsrv__conn_closed(struct vsrv *srv);
 void vsrv__reg_add(struct vsrv *srv, struct vsrv_conn *c);
 void vsrv__reg_del(struct vsrv *srv, struct vsrv_conn *c);
+
+/* request.c: a parsed request (req owned) is answered at once or becomes
+ * a job on `jobs`; true when the job waits for room (left in c->pending). */
+bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now);
+/* Offer c->pending again: VCH_OK (sent), VCH_CLOSED (answered 503: shutting
+ * down), both clearing c->pending; VCH_PENDING or VCH_YIELD (still waiting). */
+enum vch_status vsrv__request_retry(struct vsrv_conn *c);
 
 /* stages.c */
 extern const struct vrt_task_vtable vsrv__exec_vt;

@@ -5,6 +5,8 @@ libvolt_a_SOURCES += \
 	src/server/server.h src/server/internal.h \
 	src/server/server.c \
 	src/server/conn.c \
+	src/server/request.c \
+	src/server/deadline.c \
 	src/server/output.c \
 	src/server/memory.c \
 	src/server/stages.c

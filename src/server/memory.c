@@ -9,6 +9,9 @@
  *    peak of max_connections) until vsrv_free.
  *  - Bodies of 64 KiB and more are mmap'd by malloc (a fixed
  *    M_MMAP_THRESHOLD), so freeing one returns it to the system.
+ *  - Parsers, reorder-slot arrays and send batches that idle connections
+ *    give back wait in per-worker caches (bounded) for the next connection
+ *    that receives bytes on that worker.
  *  - A trimming thread gives the free pages of malloc's arenas back
  *    (malloc_trim) once a second when the server freed something since
  *    the last look (connections closed, requests answered): after a burst
@@ -93,6 +96,88 @@ void vsrv__conn_dealloc(struct vsrv *srv, struct vsrv_conn *c)
 	srv->pool_free = c;
 	pthread_mutex_unlock(&srv->pool_mu);
 }
+
+/* ------------------------------------------------- per-worker caches */
+
+/* This worker's cache block; NULL on another thread (no cache there). */
+static struct vsrv_wstats *cache_ws(struct vsrv *srv)
+{
+	int w = vrt_worker_id();
+
+	return w >= 0 && (unsigned)w < srv->nworkers ? &srv->ws[w] : NULL;
+}
+
+struct vhttp_parser *vsrv__parser_get(struct vsrv *srv)
+{
+	struct vsrv_wstats *ws = cache_ws(srv);
+	struct vhttp_parser *p;
+
+	if (ws && ws->n_parsers)
+		return ws->parsers[--ws->n_parsers];
+	return vhttp_parser_new(&srv->limits, &p) < 0 ? NULL : p;
+}
+
+void vsrv__parser_put(struct vsrv *srv, struct vhttp_parser *p)
+{
+	struct vsrv_wstats *ws = cache_ws(srv);
+
+	if (ws && ws->n_parsers < VSRV_PARSER_CACHE) {
+		vhttp_parser_reset(p);
+		ws->parsers[ws->n_parsers++] = p;
+	} else {
+		vhttp_parser_free(p);
+	}
+}
+
+void *vsrv__slots_get(struct vsrv *srv, size_t n)
+{
+	struct vsrv_wstats *ws = cache_ws(srv);
+
+	if (ws && ws->n_slots)
+		return ws->slots[--ws->n_slots];
+	return calloc(n, sizeof(struct vsrv_job *));
+}
+
+void vsrv__slots_put(struct vsrv *srv, void *slots)
+{
+	struct vsrv_wstats *ws = cache_ws(srv);
+
+	if (ws && ws->n_slots < VSRV_CACHE)
+		ws->slots[ws->n_slots++] = slots;
+	else
+		free(slots);
+}
+
+struct vsrv_batch *vsrv__batch_alloc(struct vsrv *srv)
+{
+	struct vsrv_wstats *ws = cache_ws(srv);
+
+	if (ws && ws->n_batches)
+		return ws->batches[--ws->n_batches];
+	return malloc(sizeof(struct vsrv_batch));
+}
+
+void vsrv__batch_dealloc(struct vsrv *srv, struct vsrv_batch *b)
+{
+	struct vsrv_wstats *ws = cache_ws(srv);
+
+	if (ws && ws->n_batches < VSRV_CACHE)
+		ws->batches[ws->n_batches++] = b;
+	else
+		free(b);
+}
+
+void vsrv__cache_free(struct vsrv_wstats *ws)
+{
+	while (ws->n_parsers)
+		vhttp_parser_free(ws->parsers[--ws->n_parsers]);
+	while (ws->n_slots)
+		free(ws->slots[--ws->n_slots]);
+	while (ws->n_batches)
+		free(ws->batches[--ws->n_batches]);
+}
+
+/* ------------------------------------------------------------ trimming */
 
 /* What the server has freed so far, roughly: connections closed and
  * responses sent (each gives buffers back). */

@@ -24,8 +24,20 @@
 
 bool vsrv__batch_open(const struct vsrv_conn *c)
 {
-	return !c->tx_busy && (!c->out || (c->out->n < VSRV_BATCH &&
+	return c->tx == VSRV_TX_IDLE && (!c->out || (c->out->n < VSRV_BATCH &&
 					   c->out->niov + 2 <= VB_ARRAY_SIZE(c->out->iov)));
+}
+
+bool vsrv__batch_get(struct vsrv_conn *c)
+{
+	if (c->out)
+		return true;
+	if (!(c->out = vsrv__batch_alloc(c->srv))) {
+		vsrv__conn_abort(c, "out of memory for a response");
+		return false;
+	}
+	vsrv__batch_reset(c->out);
+	return true;
 }
 
 /* Account n bytes just written at out.buf + buf_len. */
@@ -130,10 +142,11 @@ static void access_log(struct vsrv_conn *c, const struct vsrv_batch *b, int64_t 
 }
 
 /* The batch went out whole. */
-void vsrv__batch_done(struct vsrv_conn *c, int64_t now)
+bool vsrv__batch_done(struct vsrv_conn *c, int64_t now)
 {
 	struct vsrv *srv = c->srv;
 	struct vsrv_batch *b = c->out;
+	bool close_after;
 
 	for (unsigned i = 0; i < b->n; i++)
 		vsrv__count_response(srv, b->kind[i], b->status[i], b->t0[i], now);
@@ -145,17 +158,16 @@ void vsrv__batch_done(struct vsrv_conn *c, int64_t now)
 		VSRV_ADD(srv, continues, b->continues);
 	VSRV_ADD(srv, bytes_out, b->bytes);
 	c->sent_seq += b->n;
-	if (b->n)
-		c->first_done = true;
-	if (b->close_after)
-		c->rd = VSRV_RD_DONE;
+	close_after = b->close_after;
 	vsrv__batch_reset(b);
 	if (vsrv__in_flight(c) == 0)
 		c->idle_since = now;
+	return close_after;
 }
 
-/* Move the responses that are next in order from the slots to the batch.
- * True when a 100 Continue went in (parsing may go on). */
+/* Move the responses that are next in order from the slots to the batch,
+ * and the 100 Continue owed (VSRV_RX_CONTINUE) once every answer before it
+ * is in. True when the 100 Continue went in (parsing may go on). */
 bool vsrv__batch_collect(struct vsrv_conn *c)
 {
 	while (c->collect_seq < c->next_seq && vsrv__batch_open(c)) {
@@ -170,12 +182,11 @@ bool vsrv__batch_collect(struct vsrv_conn *c)
 		batch_add_job(c, job);
 		c->collect_seq++;
 	}
-	if (c->cont_pending && c->collect_seq == c->next_seq && vsrv__batch_open(c) &&
+	if (c->rx == VSRV_RX_CONTINUE && c->collect_seq == c->next_seq && vsrv__batch_open(c) &&
 	    vsrv__batch_get(c) && VSRV_OBUF - c->out->buf_len >= VHTTP_RESPONSE_100_LEN) {
 		memcpy(c->out->buf + c->out->buf_len, VHTTP_RESPONSE_100, VHTTP_RESPONSE_100_LEN);
 		batch_add_raw(c, VHTTP_RESPONSE_100_LEN);
 		c->out->continues++;
-		c->cont_pending = false;
 		return true;
 	}
 	return false;
@@ -289,4 +300,20 @@ void vsrv__respond_status(struct vsrv_conn *c, const struct vsrv_reply_to *to, i
 	if (status == 503 && retry_after_s)
 		r.retry_after_s = (int)retry_after_s;
 	respond(c, to, &r, NULL);
+}
+
+/* An answer to a request that never parsed whole (an error, 408): it
+ * takes the next request number, answers in HTTP/1.1 and closes. */
+void vsrv__respond_unparsed(struct vsrv_conn *c, int status, int64_t now)
+{
+	struct vsrv_reply_to to = {
+		.seq = c->next_seq++,
+		.t0 = now,
+		.kind = (uint8_t)c->srv->kind_other,
+		.version_minor = 1,
+		.close = true,
+	};
+
+	VSRV_INC(c->srv, requests);
+	vsrv__respond_status(c, &to, status, NULL);
 }

@@ -2,12 +2,12 @@
 /*
  * tests/fuzz/fuzz_http.c: libFuzzer harness for the request path below the
  * sockets: arbitrary bytes through http/parser, then what the server's
- * per-request code (server/conn.c on_request, server/output.c) does with
+ * per-request code (server/request.c vsrv__request, server/output.c) does with
  * each event, through the same public calls: routing (404, 405 with Allow),
  * query parsing, the job (created with the server's live limits and its
  * ready/alive flags, stepped slice by slice), the response head (inline
  * text answers, HEAD without body, 503 with Retry-After, 100 Continue) and
- * the error answers of the parser. on_request itself needs a connection
+ * the error answers of the parser. vsrv__request itself needs a connection
  * task on a running worker: not reachable without sockets.
  * Built by scripts/fuzz with clang -fsanitize=fuzzer,address,undefined;
  * `make check` replays tests/fuzz/corpus/http through it (replay.c).

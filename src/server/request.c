@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/request.c: what a parsed request becomes (doc/ARCHITECTURE.md §5,
+ * route and queue): routed to a job kind, answered at once by the
+ * connection when the server or the kind decides at once (404, 405,
+ * /healthz, every 400 a kind finds), otherwise a job carrying the
+ * request's struct vsrv_reply_to, offered to `jobs` (on_full = wait: left
+ * in c->pending until there is room; shed: 503 with Retry-After).
+ *
+ * Threading: the connection's task (task-private state of struct
+ * vsrv_conn); once on `jobs` a job is an executor's.
+ */
+#include "config.h"
+#include "server/internal.h"
+
+static bool ready_for_jobs(struct vsrv *srv)
+{
+	VB_LINE_WRITE(srv_ready_read);
+	/* Relaxed: a status bit (see vsrv__closing). */
+	return !vsrv__draining(srv) && !atomic_load_explicit(&srv->unready, memory_order_relaxed) &&
+	       vch_len(srv->jobs) < srv->ready_limit;
+}
+
+/* Offer a job to `jobs`. Its gauge moves to exec first: once sent, the job
+ * is an executor's and we may not touch it; if it was not sent, it moves
+ * back. */
+static enum vch_status send_job(struct vsrv_conn *c, struct vsrv_job *job, bool wait)
+{
+	struct vsrv *srv = c->srv;
+	enum vch_status st;
+
+	vsrv__job_stage(srv, job, VSRV_J_EXEC);
+	st = wait ? vch_send_poll(srv->jobs, &c->jw, vch_val(job)) : vch_try_send(srv->jobs, vch_val(job));
+	if (st != VCH_OK)
+		vsrv__job_stage(srv, job, VSRV_J_PARSE);
+	return st;
+}
+
+/* A job that cannot go to `jobs` (shed, or closed: shutting down): 503. */
+static void refuse_job(struct vsrv_conn *c, struct vsrv_job *job)
+{
+	struct vsrv_reply_to to = job->to;
+
+	vsrv__job_free(c->srv, job);
+	vsrv__respond_status(c, &to, 503, NULL);
+}
+
+/* Put a job on `jobs`, or leave it in c->pending when it must wait
+ * (true). */
+static bool dispatch(struct vsrv_conn *c, struct vsrv_job *job)
+{
+	struct vsrv *srv = c->srv;
+	enum vch_status st;
+
+	if (srv->cfg.on_full == VSRV_ON_FULL_SHED && job->held && vsrv__over_budget(srv)) {
+		VSRV_INC(srv, budget_shed);
+		VSRV_INC(srv, shed);
+	} else if (srv->cfg.on_full == VSRV_ON_FULL_WAIT) {
+		st = send_job(c, job, true);
+		if (st == VCH_OK)
+			return false;
+		if (st == VCH_PENDING || st == VCH_YIELD) {
+			c->pending = job;
+			return true;
+		}
+	} else {
+		if (send_job(c, job, false) == VCH_OK)
+			return false;
+		VSRV_INC(srv, shed);
+	}
+	refuse_job(c, job);
+	return false;
+}
+
+bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
+{
+	struct vsrv *srv = c->srv;
+	const struct vjob_kind *kind = NULL;
+	struct vsrv_reply_to to = {
+		.seq = c->next_seq++,
+		.t0 = now,
+		.kind = (uint8_t)srv->kind_other,
+		.version_minor = req->version_minor,
+		.close = !req->keep_alive,
+		.head_only = req->method == VHTTP_M_HEAD,
+	};
+	struct vjob *vj = NULL;
+	struct vsrv_job *job;
+	bool waits = false;
+
+	VSRV_INC(srv, requests);
+	vsrv__access_note(c, to.seq, req->method_name, req->target, req->target_len);
+	switch (vjob_route(req->path, req->path_len, req->method_name, &kind)) {
+	case VJOB_ROUTE_NOT_FOUND:
+		vsrv__respond_status(c, &to, 404, NULL);
+		goto out;
+	case VJOB_ROUTE_BAD_METHOD:
+		to.kind = (uint8_t)vjob_kind_index(kind);
+		vsrv__respond_status(c, &to, 405, kind->allow);
+		goto out;
+	case VJOB_ROUTE_OK:
+		break;
+	}
+	to.kind = (uint8_t)vjob_kind_index(kind);
+	struct vjob_input in = {
+		.query = req->query,
+		.query_len = req->query_len,
+		/* Only /readyz asks: the jobs channel's length reads its head
+		 * and tail lines, which every send and receive writes. */
+		.ready = kind->reads_ready && ready_for_jobs(srv),
+		/* Relaxed: a status bit set by the daemon's stall check. */
+		.alive = atomic_load_explicit(&srv->alive, memory_order_relaxed),
+	};
+	in.body = vhttp_request_take_body(req, &in.body_len);
+	size_t body_len = in.body_len;
+	/* The job limits are live (vsrv_set_live): this request's copy. */
+	struct vjob_config jc = srv->jcfg;
+	jc.spin_max_n = vsrv__live(srv, spin_max_n);
+	jc.sleep_max_ms = vsrv__live(srv, sleep_max_ms);
+	if (vjob_new(kind, &jc, &in, &vj) < 0) {
+		vsrv__respond_status(c, &to, 503, NULL);
+		goto out;
+	}
+	if (vjob_done(vj)) {
+		vsrv__respond_job(c, &to, vj);
+		goto out;
+	}
+	job = vsrv__job_new(srv, &to, c);
+	if (!job) {
+		vjob_free(vj);
+		vsrv__respond_status(c, &to, 503, NULL);
+		goto out;
+	}
+	job->vj = vj;
+	if (body_len >= VSRV_HOLD_MIN) {
+		/* The body moved from the parser (released by conn_sync_held)
+		 * to the job, which holds it until the response is sent. */
+		job->held = body_len;
+		vsrv__hold(srv, (int64_t)body_len);
+	}
+	waits = dispatch(c, job);
+out:
+	vhttp_request_free(req);
+	return waits;
+}
+
+enum vch_status vsrv__request_retry(struct vsrv_conn *c)
+{
+	struct vsrv_job *job = c->pending;
+	enum vch_status st = send_job(c, job, true);
+
+	if (st == VCH_PENDING || st == VCH_YIELD)
+		return st;
+	c->pending = NULL;
+	if (st != VCH_OK)
+		refuse_job(c, job); /* closed: shutting down */
+	return st;
+}
