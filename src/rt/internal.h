@@ -248,13 +248,10 @@ static inline unsigned vrt__global_interval(double avg_ns, unsigned min, unsigne
 #define VRT_PREFETCH_MAX VRT_GLOBAL_BATCH_MAX
 
 struct vrt_worker_counters {
-	/* Single writer (the worker, relaxed load+store), read by snapshots. */
-	_Atomic uint64_t polls, lifo_polls, steal_ops, tasks_stolen;
-	_Atomic uint64_t overflows, tasks_overflowed, global_batches, global_tasks;
-	_Atomic uint64_t parks, unparks, futile_wakeups, searching_transitions, budget_yields;
+	/* Single writer (the worker, relaxed load+store), read by snapshots:
+	 * the slots of VRT_WORKER_METRICS (rt.h), then what the snapshot sums. */
+	VRT_WORKER_METRICS(VB_METRIC_SLOT)
 	_Atomic uint64_t spawned_local, completed;
-	_Atomic uint64_t ewma_poll_ns, busy_ns;
-	_Atomic uint32_t global_interval;
 	/* Read by the stall monitor and snapshots (single writer, relaxed):
 	 * the vtable of the task being polled (NULL between polls), its
 	 * vrt_poll_label, and whether the thread sleeps in park ops. */

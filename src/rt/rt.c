@@ -354,57 +354,14 @@ static uint64_t rd(_Atomic uint64_t *c)
 	return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-#define W(field, kind, unit, help) VB_METRIC(struct vrt_worker_stats, field, kind, unit, help)
-const struct vb_metric vrt_worker_metrics[] = {
-	W(polls, VB_METRIC_COUNTER, "", "tasks polled"),
-	W(lifo_polls, VB_METRIC_COUNTER, "", "polls of the task in the LIFO slot"),
-	W(steal_ops, VB_METRIC_COUNTER, "", "successful steal operations by this worker"),
-	W(tasks_stolen, VB_METRIC_COUNTER, "", "tasks this worker stole from others"),
-	W(tasks_stolen_from, VB_METRIC_COUNTER, "", "tasks other workers stole from this one"),
-	W(overflows, VB_METRIC_COUNTER, "", "times the local queue overflowed into the injection queue"),
-	W(tasks_overflowed, VB_METRIC_COUNTER, "", "tasks moved to the injection queue by overflows"),
-	W(global_batches, VB_METRIC_COUNTER, "", "batches taken from the injection queue"),
-	W(global_tasks, VB_METRIC_COUNTER, "", "tasks taken from the injection queue"),
-	W(parks, VB_METRIC_COUNTER, "", "times the worker went to sleep"),
-	W(unparks, VB_METRIC_COUNTER, "", "times the worker was woken"),
-	W(futile_wakeups, VB_METRIC_COUNTER, "", "unparks after which the worker found no task and parked again"),
-	W(searching_transitions, VB_METRIC_COUNTER, "", "times the worker started searching for work"),
-	W(budget_yields, VB_METRIC_COUNTER, "", "polls ended because the task spent its budget"),
-	W(local_queue_depth, VB_METRIC_GAUGE, "", "tasks in the local queue now"),
-	W(global_interval, VB_METRIC_GAUGE, "", "ticks between injection-queue checks now"),
-	VB_METRIC_AS(struct vrt_worker_stats, ewma_poll_ns, "poll_ewma", VB_METRIC_GAUGE, "nanoseconds",
-		     "moving average (alpha 0.1) of the time one poll takes"),
-	VB_METRIC_AS(struct vrt_worker_stats, busy_ns, "busy", VB_METRIC_COUNTER, "nanoseconds",
-		     "time the worker was not parked"),
-	VB_METRIC_STATES(struct vrt_worker_stats, state, vrt_worker_state_names,
-			 "what the worker does now: 0 running, 1 searching, 2 parked"),
-	VB_METRIC_AS(struct vrt_worker_stats, poll_age_ns, "poll_age", VB_METRIC_GAUGE, "nanoseconds",
-		     "age of the current poll at the stall monitor's last tick (0: none)"),
-	VB_METRIC_AS(struct vrt_worker_stats, cpu_ns, "cpu", VB_METRIC_COUNTER, "nanoseconds",
-		     "CPU time of the worker thread"),
-	VB_METRIC_STATES(struct vrt_worker_stats, stall, vrt_stall_kind_names,
-			 "stalled now: 0 no, 1 spinning in one poll, 2 blocked in one poll"),
-	VB_METRIC_AS(struct vrt_worker_stats, stall_ns, "stall_age", VB_METRIC_GAUGE, "nanoseconds",
-		     "age of the current stall (0: none)"),
-	W(stalls, VB_METRIC_COUNTER, "", "stalls the monitor flagged on this worker"),
-};
+#define ROW(...) VB_METRIC_ROW(struct vrt_worker_stats, __VA_ARGS__)
+const struct vb_metric vrt_worker_metrics[] = { VRT_WORKER_METRICS(ROW) };
 const size_t vrt_worker_metrics_n = VB_ARRAY_SIZE(vrt_worker_metrics);
-#undef W
-
-#define R(field, kind, help) VB_METRIC(struct vrt_stats, field, kind, "", help)
-const struct vb_metric vrt_metrics[] = {
-	R(workers, VB_METRIC_GAUGE, "worker threads"),
-	R(injection_depth, VB_METRIC_GAUGE, "tasks in the injection queue now"),
-	R(searching, VB_METRIC_GAUGE, "workers searching for work now"),
-	R(parked, VB_METRIC_GAUGE, "workers parked now"),
-	R(spawned_local, VB_METRIC_COUNTER, "tasks spawned from a worker"),
-	R(spawned_remote, VB_METRIC_COUNTER, "tasks spawned from other threads"),
-	R(tasks_alive, VB_METRIC_GAUGE, "tasks spawned and not yet complete"),
-	R(stalled, VB_METRIC_GAUGE, "workers stalled now (stall monitor)"),
-	R(stalls, VB_METRIC_COUNTER, "stalls the monitor flagged"),
-};
+#undef ROW
+#define ROW(...) VB_METRIC_ROW(struct vrt_stats, __VA_ARGS__)
+const struct vb_metric vrt_metrics[] = { VRT_METRICS(ROW) };
 const size_t vrt_metrics_n = VB_ARRAY_SIZE(vrt_metrics);
-#undef R
+#undef ROW
 
 /* The measurements of monitor.c for one worker's snapshot. */
 static void measure_worker(struct vrt *rt, unsigned i, struct vrt_worker_stats *o)
@@ -449,25 +406,11 @@ unsigned vrt_stats_snapshot(struct vrt *rt, struct vrt_stats *out,
 		if (!per_worker || i >= n)
 			continue;
 		struct vrt_worker_stats *o = &per_worker[i];
-		o->polls = rd(&c->polls);
-		o->lifo_polls = rd(&c->lifo_polls);
-		o->steal_ops = rd(&c->steal_ops);
-		o->tasks_stolen = rd(&c->tasks_stolen);
+#define COPY(field, kind, ...) VB_METRIC_IF_SLOT(kind, o->field = rd(&c->field);)
+		VRT_WORKER_METRICS(COPY)
+#undef COPY
 		o->tasks_stolen_from = rd(&w->q.stolen_from);
-		o->overflows = rd(&c->overflows);
-		o->tasks_overflowed = rd(&c->tasks_overflowed);
-		o->global_batches = rd(&c->global_batches);
-		o->global_tasks = rd(&c->global_tasks);
-		o->parks = rd(&c->parks);
-		o->unparks = rd(&c->unparks);
-		o->futile_wakeups = rd(&c->futile_wakeups);
-		o->searching_transitions = rd(&c->searching_transitions);
-		o->budget_yields = rd(&c->budget_yields);
 		o->local_queue_depth = vrt__wsq_len(&w->q);
-		o->global_interval = atomic_load_explicit(&c->global_interval,
-							   memory_order_relaxed); /* relaxed: as rd() */
-		o->ewma_poll_ns = rd(&c->ewma_poll_ns);
-		o->busy_ns = rd(&c->busy_ns);
 		measure_worker(rt, i, o);
 	}
 	if (out) {

@@ -281,40 +281,62 @@ const char *vrt_stall_kind_name(enum vrt_stall_kind k);
 extern const char *const vrt_stall_kind_names[];
 
 /* Counters since vrt_new; each worker writes its own, a snapshot reads them
- * one by one (not an atomic picture of the whole runtime). Every field is a
- * uint64_t described by a row of vrt_worker_metrics (rt.c). */
+ * one by one (not an atomic picture of the whole runtime). One line per
+ * field: X(field, kind, unit, help[, name]) (base/metric.h). A slot kind
+ * (COUNTER, GAUGE) is an atomic of that name in the worker's counters
+ * (internal.h), bumped with vrt__ctr_add and copied by vrt_stats_snapshot;
+ * a _SNAP value is computed there. */
+#define VRT_WORKER_METRICS(X) \
+	X(polls, COUNTER, "", "tasks polled") \
+	X(lifo_polls, COUNTER, "", "polls of the task in the LIFO slot") \
+	X(steal_ops, COUNTER, "", "successful steal operations by this worker") \
+	X(tasks_stolen, COUNTER, "", "tasks this worker stole from others") \
+	X(tasks_stolen_from, COUNTER_SNAP, "", "tasks other workers stole from this one") \
+	X(overflows, COUNTER, "", "times the local queue overflowed into the injection queue") \
+	X(tasks_overflowed, COUNTER, "", "tasks moved to the injection queue by overflows") \
+	X(global_batches, COUNTER, "", "batches taken from the injection queue") \
+	X(global_tasks, COUNTER, "", "tasks taken from the injection queue") \
+	X(parks, COUNTER, "", "times the worker went to sleep") \
+	X(unparks, COUNTER, "", "times the worker was woken") \
+	X(futile_wakeups, COUNTER, "", "unparks after which the worker found no task and parked again") \
+	X(searching_transitions, COUNTER, "", "times the worker started searching for work") \
+	X(budget_yields, COUNTER, "", "polls ended because the task spent its budget") \
+	X(local_queue_depth, GAUGE_SNAP, "", "tasks in the local queue now") \
+	X(global_interval, GAUGE, "", "ticks between injection-queue checks now") \
+	X(ewma_poll_ns, GAUGE, "nanoseconds", "moving average (alpha 0.1) of the time one poll takes", \
+	  "poll_ewma") \
+	X(busy_ns, COUNTER, "nanoseconds", "time the worker was not parked", "busy") \
+	X(state, STATES_SNAP(vrt_worker_state_names), "", \
+	  "what the worker does now: 0 running, 1 searching, 2 parked") \
+	X(poll_age_ns, GAUGE_SNAP, "nanoseconds", \
+	  "age of the current poll at the stall monitor's last tick (0: none)", "poll_age") \
+	X(cpu_ns, COUNTER_SNAP, "nanoseconds", "CPU time of the worker thread", "cpu") \
+	X(stall, STATES_SNAP(vrt_stall_kind_names), "", \
+	  "stalled now: 0 no, 1 spinning in one poll, 2 blocked in one poll") \
+	X(stall_ns, GAUGE_SNAP, "nanoseconds", "age of the current stall (0: none)", "stall_age") \
+	X(stalls, COUNTER_SNAP, "", "stalls the monitor flagged on this worker")
+
 struct vrt_worker_stats {
-	uint64_t polls, lifo_polls;
-	uint64_t steal_ops, tasks_stolen, tasks_stolen_from;
-	uint64_t overflows, tasks_overflowed;
-	uint64_t global_batches, global_tasks;
-	uint64_t parks, unparks, searching_transitions;
-	uint64_t futile_wakeups;      /* unparks after which it parked again without running a task */
-	uint64_t budget_yields;
-	uint64_t local_queue_depth;   /* ring length now */
-	uint64_t global_interval;     /* ticks between injection checks now */
-	uint64_t ewma_poll_ns;        /* EWMA (alpha 0.1) of the poll time */
-	uint64_t busy_ns;             /* time not parked */
-	uint64_t state;               /* enum vrt_worker_state, now */
-	uint64_t poll_age_ns;         /* age of the current poll as last seen
-				       * by the monitor (0: none seen, no monitor) */
-	uint64_t cpu_ns;              /* the worker thread's CPU time */
-	uint64_t stall;               /* enum vrt_stall_kind: stalled now? */
-	uint64_t stall_ns;            /* age of the current stall, 0 if none */
-	uint64_t stalls;              /* stalls flagged so far */
+	VRT_WORKER_METRICS(VB_METRIC_FIELD)
 };
 extern const struct vb_metric vrt_worker_metrics[];
 extern const size_t vrt_worker_metrics_n;
 
-/* The whole runtime; every field is described by a row of vrt_metrics. */
+/* The whole runtime, computed by vrt_stats_snapshot from the workers'
+ * counters and the shared queues. */
+#define VRT_METRICS(X) \
+	X(workers, GAUGE_SNAP, "", "worker threads") \
+	X(injection_depth, GAUGE_SNAP, "", "tasks in the injection queue now") \
+	X(searching, GAUGE_SNAP, "", "workers searching for work now") \
+	X(parked, GAUGE_SNAP, "", "workers parked now") \
+	X(spawned_local, COUNTER_SNAP, "", "tasks spawned from a worker") \
+	X(spawned_remote, COUNTER_SNAP, "", "tasks spawned from other threads") \
+	X(tasks_alive, GAUGE_SNAP, "", "tasks spawned and not yet complete") \
+	X(stalled, GAUGE_SNAP, "", "workers stalled now (stall monitor)") \
+	X(stalls, COUNTER_SNAP, "", "stalls the monitor flagged")
+
 struct vrt_stats {
-	uint64_t workers;
-	uint64_t injection_depth;
-	uint64_t searching, parked;
-	uint64_t spawned_local, spawned_remote;
-	uint64_t tasks_alive;         /* spawned and not yet complete */
-	uint64_t stalled;             /* workers stalled now */
-	uint64_t stalls;              /* stalls flagged since vrt_new */
+	VRT_METRICS(VB_METRIC_FIELD)
 };
 extern const struct vb_metric vrt_metrics[];
 extern const size_t vrt_metrics_n;

@@ -5,8 +5,12 @@
  * snake_case, carry no unit suffix and are unique (within a table, and among
  * the families a renderer puts under one prefix); units and kinds are known;
  * every uint64_t field of a stats struct has exactly one row (so a field
- * added without its row fails here); the log-line formatter writes what the
- * tables say and never overflows its buffer. No cmocka: runs everywhere.
+ * added without its row fails here); every row is written by its layer's
+ * snapshot (each snapshot is taken into memory filled with a poison value
+ * from a real runtime, I/O driver, server and control socket: a row whose
+ * value nobody copies fails here instead of reading 0 forever); the
+ * log-line formatter writes what the tables say and never overflows its
+ * buffer. No cmocka: runs everywhere.
  */
 #include "base/metric.h"
 #include "chan/chan.h"
@@ -14,6 +18,7 @@
 #include "io/io.h"
 #include "rt/rt.h"
 #include "server/server.h"
+#include "voltd/cfg.h"
 
 #include <inttypes.h>
 #include <stdalign.h>
@@ -21,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failures;
 
@@ -220,6 +226,130 @@ static void check_format(void)
 	free(s);
 }
 
+/* ------------------------------------------------ every row is written */
+
+#define POISON 0xa5a5a5a5a5a5a5a5ull
+
+/* Each row of t read from stats, which the snapshot wrote over POISON. */
+static void check_written(const char *table, const struct vb_metric *t, size_t n, const void *stats)
+{
+	for (size_t i = 0; i < n; i++)
+		CHECK(vb_metric_get(&t[i], stats) != POISON,
+		      "%s.%s: the snapshot left it unwritten (a row without a copy)", table, t[i].name);
+}
+
+static void check_written_group(const struct vb_metric_group *g, const void *stats)
+{
+	for (size_t r = 0; r < *g->n_rows; r++)
+		for (unsigned i = 0; i < g->n; i++)
+			CHECK(vb_metric_group_get(g, r, i, stats) != POISON,
+			      "group %s=%s: row %s left unwritten by the snapshot (a row without a copy)",
+			      g->label, g->values[i], g->rows[r].name);
+}
+
+/* The daemon's pieces, made as main makes them (1 worker, libev so that it
+ * runs where io_uring cannot; nothing started but the runtime's workers),
+ * each snapshot taken over poison. */
+static void check_snapshots(void)
+{
+	static const char conf_fmt[] = "[scheduler]\nworkers = 1\n[io]\nbackend = libev\n"
+				       "[server]\nlisten = 127.0.0.1:0\n[control]\nsocket = %s\n";
+	struct vcfg cfg;
+	struct vb_strlist err = { 0 };
+	char dir[64], path[100], conf[256];
+	const char *tmp = getenv("TMPDIR");
+	struct vio *io = NULL;
+	struct vrt *rt = NULL;
+	struct vsrv *srv = NULL;
+	struct vctl *ctl = NULL;
+	struct vctl_config cc;
+	const char *why = "";
+
+	snprintf(dir, sizeof(dir), "%s/voltd-test-metric.XXXXXX", tmp && strlen(tmp) < 30 ? tmp : "/tmp");
+	if (!mkdtemp(dir)) {
+		CHECK(0, "mkdtemp %s", dir);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/control.sock", dir);
+	snprintf(conf, sizeof(conf), conf_fmt, path);
+	vcfg_defaults(&cfg);
+	CHECK(vcfg_load_string(&cfg, "test_metric.conf", conf, &err) == 0, "config: %s",
+	      err.n ? err.msg[0] : "?");
+	vb_strlist_fini(&err);
+	vcfg_resolve(&cfg);
+	CHECK(vio_new(&cfg.io, cfg.scheduler.workers, &io) == 0, "vio_new");
+	if (!io)
+		goto out_dir;
+	vio_park_ops(io, &cfg.scheduler.park_ops, &cfg.scheduler.park_ctx);
+	CHECK(vrt_new(&cfg.scheduler, &rt) == 0, "vrt_new");
+	if (!rt)
+		goto out_io;
+	CHECK(vsrv_new(&cfg.server, rt, io, &srv) == 0, "vsrv_new");
+	memset(&cc, 0, sizeof(cc));
+	cc.path = path;
+	cc.mode = 0600;
+	cc.group = cc.operator_group = "";
+	cc.max_clients = 4;
+	cc.fd = -1;
+	CHECK(vctl_new(&cc, &ctl, &why) == 0, "vctl_new: %s", why);
+
+	struct vrt_stats rs;
+	struct vrt_worker_stats ws;
+	memset(&rs, 0xa5, sizeof(rs));
+	memset(&ws, 0xa5, sizeof(ws));
+	CHECK(vrt_stats_snapshot(rt, &rs, &ws, 1) == 1, "vrt_stats_snapshot");
+	check_written("vrt_metrics", vrt_metrics, vrt_metrics_n, &rs);
+	check_written("vrt_worker_metrics", vrt_worker_metrics, vrt_worker_metrics_n, &ws);
+
+	struct vio_worker_stats is;
+	memset(&is, 0xa5, sizeof(is));
+	CHECK(vio_stats_snapshot(io, &is, 1) == 1, "vio_stats_snapshot");
+	check_written("vio_worker_metrics", vio_worker_metrics, vio_worker_metrics_n, &is);
+
+	struct vch *ch = NULL;
+	struct vch_stats cs;
+	CHECK(vch_new(4, &ch) == 0, "vch_new");
+	if (ch) {
+		memset(&cs, 0xa5, sizeof(cs));
+		vch_stats_get(ch, &cs);
+		check_written("vch_metrics", vch_metrics, vch_metrics_n, &cs);
+		vch_free(ch);
+	}
+
+	struct vsrv_stats *ss = malloc(sizeof(*ss));
+	CHECK(ss != NULL, "malloc");
+	if (srv && ss) {
+		memset(ss, 0xa5, sizeof(*ss));
+		vsrv_stats_snapshot(srv, ss);
+		check_written("vsrv_metrics", vsrv_metrics, vsrv_metrics_n, ss);
+		for (size_t g = 0; g < vsrv_metric_groups_n; g++)
+			check_written_group(&vsrv_metric_groups[g], ss);
+		CHECK(ss->n_kinds > 0 && ss->n_kinds <= VSRV_KINDS_MAX, "n_kinds %u", ss->n_kinds);
+		for (unsigned k = 0; k < ss->n_kinds && k < VSRV_KINDS_MAX; k++)
+			check_written("vsrv_kind_metrics", vsrv_kind_metrics, vsrv_kind_metrics_n, &ss->kinds[k]);
+	}
+	free(ss);
+
+	struct vctl_stats ts;
+	if (ctl) {
+		memset(&ts, 0xa5, sizeof(ts));
+		vctl_stats_get(ctl, &ts);
+		check_written("vctl_metrics", vctl_metrics, vctl_metrics_n, &ts);
+	}
+
+	vctl_free(ctl);
+	if (srv)
+		vsrv_stop(srv);
+	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
+	vsrv_free(srv);
+	vrt_free(rt);
+out_io:
+	vio_free(io);
+out_dir:
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	check_complete("vrt_worker_metrics", vrt_worker_metrics, vrt_worker_metrics_n,
@@ -231,6 +361,7 @@ int main(void)
 	check_server();
 	check_reload();
 	check_format();
+	check_snapshots();
 	if (failures) {
 		fprintf(stderr, "test_metric: %d failures\n", failures);
 		return 1;
