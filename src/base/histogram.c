@@ -97,6 +97,23 @@ void vb_hist_snapshot(const struct vb_hist *h, struct vb_hist_snap *out)
 	out->max = atomic_load_explicit((_Atomic uint64_t *)&h->max, memory_order_relaxed);
 }
 
+void vb_hist_snapshot_add(const struct vb_hist *h, struct vb_hist_snap *acc)
+{
+	uint64_t max;
+
+	/* Relaxed loads, const dropped: as in vb_hist_snapshot. */
+	for (unsigned i = 0; i < VB_HIST_BUCKETS; i++) {
+		uint64_t c = atomic_load_explicit((_Atomic uint64_t *)&h->buckets[i],
+						  memory_order_relaxed);
+		acc->buckets[i] += c;
+		acc->count += c;
+	}
+	acc->sum += atomic_load_explicit((_Atomic uint64_t *)&h->sum, memory_order_relaxed);
+	max = atomic_load_explicit((_Atomic uint64_t *)&h->max, memory_order_relaxed);
+	if (max > acc->max)
+		acc->max = max;
+}
+
 void vb_hist_snap_merge(struct vb_hist_snap *dst, const struct vb_hist_snap *src)
 {
 	for (unsigned i = 0; i < VB_HIST_BUCKETS; i++)

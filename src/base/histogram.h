@@ -49,6 +49,9 @@ void vb_hist_record_owner(struct vb_hist *h, uint64_t v);
 
 /* Copy h into *out (any thread, concurrent with writers). */
 void vb_hist_snapshot(const struct vb_hist *h, struct vb_hist_snap *out);
+/* acc += a copy of h (any thread, as vb_hist_snapshot): sums several
+ * histograms (per worker) into one snapshot without a temporary. */
+void vb_hist_snapshot_add(const struct vb_hist *h, struct vb_hist_snap *acc);
 /* dst += src (e.g. summing per-worker histograms). */
 void vb_hist_snap_merge(struct vb_hist_snap *dst, const struct vb_hist_snap *src);
 

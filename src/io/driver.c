@@ -450,25 +450,16 @@ const char *vio_hist_name(enum vio_hist_kind k)
 
 int vio_hist_snapshot(struct vio *io, enum vio_hist_kind k, int worker, struct vb_hist_snap *out)
 {
-	struct vb_hist_snap *one;
+	unsigned from = worker < 0 ? 0 : (unsigned)worker;
+	unsigned to = worker < 0 ? io->nworkers : (unsigned)worker + 1;
 
 	if ((unsigned)k >= VIO_HIST_N)
 		return -EINVAL;
 	if (worker >= (int)io->nworkers)
 		return -ENOENT;
-	if (worker >= 0) {
-		vb_hist_snapshot(&io->w[worker].hist[k], out);
-		return 0;
-	}
-	one = malloc(sizeof(*one));
-	if (!one)
-		return -ENOMEM;
 	memset(out, 0, sizeof(*out));
-	for (unsigned i = 0; i < io->nworkers; i++) {
-		vb_hist_snapshot(&io->w[i].hist[k], one);
-		vb_hist_snap_merge(out, one);
-	}
-	free(one);
+	for (unsigned i = from; i < to; i++)
+		vb_hist_snapshot_add(&io->w[i].hist[k], out);
 	return 0;
 }
 

@@ -126,26 +126,17 @@ uint64_t vrt__worker_cpu_ns(struct vrt *rt, struct vrt_worker *w)
 int vrt_hist_snapshot(struct vrt *rt, enum vrt_hist_kind kind, int worker,
 		      struct vb_hist_snap *out)
 {
-	struct vb_hist_snap *one;
+	unsigned from = worker < 0 ? 0 : (unsigned)worker;
+	unsigned to = worker < 0 ? rt->nworkers : (unsigned)worker + 1;
 
 	if ((kind != VRT_HIST_SCHED && kind != VRT_HIST_POLL) ||
 	    worker < VRT_HIST_ALL || (worker >= 0 && (unsigned)worker >= rt->nworkers))
 		return -EINVAL;
-	if (worker >= 0) {
-		struct vrt_worker *w = rt->workers[worker];
-		vb_hist_snapshot(kind == VRT_HIST_SCHED ? &w->h_sched : &w->h_poll, out);
-		return 0;
-	}
-	one = malloc(sizeof(*one));
-	if (!one)
-		return -ENOMEM;
 	memset(out, 0, sizeof(*out));
-	for (unsigned i = 0; i < rt->nworkers; i++) {
+	for (unsigned i = from; i < to; i++) {
 		struct vrt_worker *w = rt->workers[i];
-		vb_hist_snapshot(kind == VRT_HIST_SCHED ? &w->h_sched : &w->h_poll, one);
-		vb_hist_snap_merge(out, one);
+		vb_hist_snapshot_add(kind == VRT_HIST_SCHED ? &w->h_sched : &w->h_poll, out);
 	}
-	free(one);
 	return 0;
 }
 

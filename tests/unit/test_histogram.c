@@ -128,6 +128,14 @@ static void test_empty_and_merge(void **state)
 	assert_true(vb_hist_snap_quantile(&sa, 0.5) >= 50000);
 	assert_true(vb_hist_snap_quantile(&sa, 0.5) <= 50000 + 50000 / 16);
 	vb_hist_snap_merge(&sa, &sb);
+	{ /* summing the histograms gives the merge of their snapshots */
+		static struct vb_hist_snap acc;
+
+		memset(&acc, 0, sizeof(acc));
+		vb_hist_snapshot_add(&a, &acc);
+		vb_hist_snapshot_add(&b, &acc);
+		assert_memory_equal(&acc, &sa, sizeof(acc));
+	}
 	assert_int_equal(sa.count, 200);
 	assert_int_equal(sa.max, 1000100);
 	/* the 101st value of 200 is the smallest of b's */
