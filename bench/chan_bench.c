@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/chan_bench.c: the channel workloads of
- * shared/peers/micro/SPEC.md section 2 (crossbeam-channel's anchors) on
- * voltd's chan, with the same workloads, timed regions, rows, `#csv` lines
- * and options as the Rust peer (src/bin/chan_bench.rs), so the two can run
+ * bench/chan_bench.c: the channel workloads of the peers' micro-benchmark
+ * spec, section 2 (crossbeam-channel's anchors; bench/README.md, "Channel
+ * (chan_bench)") on voltd's chan, with the same workloads, timed regions,
+ * rows, `#csv` lines and options as the Rust peer (src/bin/chan_bench.rs), so the two can run
  * alternately row by row:
  *   chan_mpmc_2p2c, chan_spsc_1p1c, chan_seq_1t   throughput, blocking path
  *   chan_pingpong    20,000 round trips through two channels, two threads

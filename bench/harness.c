@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/harness.c: see harness.h. Mirrors shared/peers/micro/src/lib.rs
+ * bench/harness.c: see harness.h. Mirrors the micro peer's src/lib.rs
  * (Opts, summarize, report, header, measure) and chan_bench.rs's pin /
  * process_cpu / thread_cpu.
  */

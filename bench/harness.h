@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bench/harness.h: the timing harness shared by rt_bench and chan_bench,
- * the C side of shared/peers/micro/src/lib.rs: the same options (--reps N
+ * the C side of the Rust peer's harness (src/lib.rs of the micro peer,
+ * bench/README.md): the same options (--reps N
  * --warmup N --raw --csv, name substrings as filters), the same summary
  * (median = mean of the two middle samples for an even count; min, max,
  * mean), the same result row and `#csv` line, so a C row and the Rust peer's

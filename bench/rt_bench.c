@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/rt_bench.c: the scheduler workloads of shared/peers/micro/SPEC.md
- * section 1 (Tokio's benches/rt_multi_threaded.rs) on voltd's runtime, with
+ * bench/rt_bench.c: the scheduler workloads of the peers' micro-benchmark
+ * spec, section 1 (Tokio's benches/rt_multi_threaded.rs; bench/README.md,
+ * "Runtime (rt_bench)") on voltd's runtime, with
  * the counts, timed regions, warm-up, repetitions, output (`#csv` lines
  * included) and options of the Rust peer (src/bin/rt_bench.rs), so the two
  * can be run alternately and compared row by row.

@@ -2,7 +2,8 @@
 -- Workload B of scripts/bench: GET <WORK_PATH>?n=N where every HEAVY_EVERY-th
 -- request (default 100th: exactly 1 %) asks for HEAVY_N and the others for
 -- LIGHT_N, in a fixed order (light x99, heavy, ...) over all connections;
--- the same mix as ../shared/peers/http's workload B. wrk runs with -t1.
+-- the same mix as the HTTP peers' workload B (bench/README.md). wrk runs
+-- with -t1.
 local path        = os.getenv("WORK_PATH") or "/v1/spin"
 local heavy_every = tonumber(os.getenv("HEAVY_EVERY") or "100")
 local light_n     = os.getenv("LIGHT_N") or "1000"

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * jobs/kind_spin.c: GET /v1/spin?n=N -> 200 text/plain, decimal of the
- * reference xorshift loop after N rounds and "\n" (the loop the peers in
- * shared/peers/http run, bit for bit). 400 when n is missing, not a strict
+ * reference xorshift loop after N rounds and "\n" (the loop the HTTP peers
+ * of bench/README.md run, bit for bit). 400 when n is missing, not a strict
  * decimal or above spin_max_n. Runs in slices: the clock is read every
  * SPIN_CHUNK rounds (about 7 us) and the slice ends at the deadline.
  * Threading: a job is stepped by one thread at a time (job.h).
