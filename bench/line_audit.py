@@ -17,8 +17,8 @@ run, the shared-line writes per request by site (the `line_writes`
 family's delta / the `requests` delta) and their sum. The sum is a count
 that does not depend on how many cores run the requests: on 2 cores it
 shows what the next shared write would cost on 64 (each such write is a
-cache-line transfer with probability about 1 - 1/N on N busy cores; see
-../shared/reviews/scaling-on-paper.md). Loopback only; every run is
+cache-line transfer with probability about 1 - 1/N on N busy cores).
+Loopback only; every run is
 bounded by wrk's -d. Run it on a quiet machine (it is a benchmark), though
 the counts move little with load (the idle word's writes fall as the
 workers stop parking).

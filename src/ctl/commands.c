@@ -22,6 +22,11 @@
 #include <unistd.h>
 
 #define MAX_ARGS 128
+/* A handler's answer for arguments its row's counts let through but its
+ * form refuses (set's pairs, clear's one word): run() turns it into the
+ * row's usage error. Compared, never dereferenced. */
+static char usage_marker;
+#define USAGE ((json_t *)(void *)&usage_marker)
 
 /* Length of the valid UTF-8 sequence at s (at most n bytes), or 0 when the
  * bytes there are not one (invalid, overlong, a surrogate, past U+10FFFF,
@@ -182,8 +187,6 @@ static json_t *cmd_help(struct vctl *ctl, const struct vctl_peer *peer, int argc
 
 static json_t *cmd_stats(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
 {
-	if (argc > 2)
-		return vctl__error("usage", "usage: stats [SECTION]");
 	if (vctl__stats_json(ctl, argc == 2 ? argv[1] : NULL, r) < 0) {
 		char list[256] = "";
 		size_t off = 0;
@@ -201,8 +204,6 @@ static json_t *cmd_metrics(struct vctl *ctl, const struct vctl_peer *peer, int a
 	size_t len = 0;
 	FILE *fp;
 
-	if (argc != 1)
-		return vctl__error("usage", "usage: metrics");
 	fp = open_memstream(&text, &len);
 	if (!fp)
 		return vctl__error("internal", "out of memory");
@@ -219,8 +220,6 @@ static json_t *cmd_hist(struct vctl *ctl, const struct vctl_peer *peer, int argc
 	int worker = -1;
 	char *end;
 
-	if (argc < 2 || argc > 3)
-		return vctl__error("usage", "usage: hist sched|poll|rx_tx|sq_wait|cq_lag [WORKER] | hist KIND (a job kind: echo, hash...)");
 	if (argc == 3) {
 		long w = strtol(argv[2], &end, 10);
 		if (*end || w < 0 || w >= VCTL_MAX_WORKERS)
@@ -288,8 +287,8 @@ static json_t *cmd_set(struct vctl *ctl, const struct vctl_peer *peer, int argc,
 	const struct vctl_hooks *h = &ctl->hooks;
 	struct vb_strlist errors = { 0 };
 
-	if (argc < 3 || (argc - 1) % 2)
-		return vctl__error("usage", "usage: set KEY VALUE [KEY VALUE]...");
+	if (argc < 3 || (argc - 1) % 2) /* pairs (argc < 3 also tells gcc n > 0) */
+		return USAGE;
 	if (!h->config_set)
 		return vctl__error("unsupported", "set: not available");
 	size_t n = (size_t)(argc - 1) / 2;
@@ -322,8 +321,8 @@ static json_t *cmd_set(struct vctl *ctl, const struct vctl_peer *peer, int argc,
 
 static json_t *cmd_clear(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
 {
-	if (argc != 2 || strcmp(argv[1], "counters") != 0)
-		return vctl__error("usage", "usage: clear counters");
+	if (strcmp(argv[1], "counters") != 0)
+		return USAGE;
 	vctl__stats_clear(ctl);
 	json_object_set_new(r, "cleared", json_string("counters"));
 	return NULL;
@@ -335,8 +334,6 @@ static json_t *cmd_reload(struct vctl *ctl, const struct vctl_peer *peer, int ar
 	struct vb_strlist changed = { 0 }, restart = { 0 }, errors = { 0 };
 	json_t *ret = NULL;
 
-	if (argc != 1)
-		return vctl__error("usage", "usage: reload");
 	if (!h->reload)
 		return vctl__error("unsupported", "reload: not available");
 	if (h->reload(h->ctx, &changed, &restart, &errors) < 0) {
@@ -352,12 +349,10 @@ static json_t *cmd_reload(struct vctl *ctl, const struct vctl_peer *peer, int ar
 	return ret;
 }
 
-static json_t *drain_common(struct vctl *ctl, int argc, bool on, json_t *r)
+static json_t *drain_common(struct vctl *ctl, bool on, json_t *r)
 {
 	const struct vctl_hooks *h = &ctl->hooks;
 
-	if (argc != 1)
-		return vctl__error("usage", "usage: %s", on ? "drain" : "undrain");
 	if (!h->drain)
 		return vctl__error("unsupported", "%s: not available", on ? "drain" : "undrain");
 	int rc = h->drain(h->ctx, on);
@@ -371,33 +366,45 @@ static json_t *drain_common(struct vctl *ctl, int argc, bool on, json_t *r)
 
 static json_t *cmd_drain(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
 {
-	return drain_common(ctl, argc, true, r);
+	return drain_common(ctl, true, r);
 }
 
 static json_t *cmd_undrain(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
 {
-	return drain_common(ctl, argc, false, r);
+	return drain_common(ctl, false, r);
 }
 
+/* args is the usage (help shows it, and every usage error is "usage: NAME
+ * ARGS"); min and max count the words after the name (-1: no limit), and
+ * run() refuses any other count before the handler runs. */
 const struct vctl_cmd vctl__commands[] = {
-	{ "ping", "", VCTL_USER, "check that voltd answers", "pong", cmd_ping },
-	{ "version", "", VCTL_USER, "version, features and I/O backend", "version", cmd_version },
-	{ "help", "", VCTL_USER, "the commands and the level each needs", "help", cmd_help },
-	{ "stats", "[SECTION]", VCTL_USER, "counters and gauges of every layer (or one section)", "stats", cmd_stats },
-	{ "metrics", "", VCTL_USER, "everything in Prometheus text format 0.0.4", "metrics", cmd_metrics },
-	{ "hist", "sched|poll|rx_tx|sq_wait|cq_lag [WORKER] | KIND", VCTL_USER,
-	  "a latency histogram: schedule latency, poll duration (sampled), request bytes to send submitted, SQE queued to submitted, completions waiting to be collected (io_uring), or a job kind's (echo, hash...)", "hist",
-	  cmd_hist },
-	{ "config", "[KEY...]", VCTL_USER, "effective configuration: value, source, live/reload/restart", "config",
-	  cmd_config },
-	{ "schema", "", VCTL_USER, "JSON Schemas of every reply", "schema", cmd_schema },
-	{ "set", "KEY VALUE...", VCTL_OPERATOR, "change live keys (all or none)", "set", cmd_set },
-	{ "clear", "counters", VCTL_OPERATOR, "restart the counters `stats` shows from zero", "clear", cmd_clear },
-	{ "reload", "", VCTL_ADMIN, "re-read the configuration file (as SIGHUP)", "reload", cmd_reload },
-	{ "drain", "", VCTL_ADMIN, "turn not-ready (/readyz 503) for load balancers", "drain", cmd_drain },
-	{ "undrain", "", VCTL_ADMIN, "turn ready again", "drain", cmd_undrain },
+	{ "ping", "", 0, 0, VCTL_USER, "check that voltd answers", "pong", cmd_ping },
+	{ "version", "", 0, 0, VCTL_USER, "version, features and I/O backend", "version", cmd_version },
+	{ "help", "", 0, 0, VCTL_USER, "the commands and the level each needs", "help", cmd_help },
+	{ "stats", "[SECTION]", 0, 1, VCTL_USER, "counters and gauges of every layer (or one section)", "stats",
+	  cmd_stats },
+	{ "metrics", "", 0, 0, VCTL_USER, "everything in Prometheus text format 0.0.4", "metrics", cmd_metrics },
+	{ "hist", "sched|poll|rx_tx|sq_wait|cq_lag [WORKER] | KIND", 1, 2, VCTL_USER,
+	  "a latency histogram: schedule latency, poll duration (sampled), request bytes to send submitted, SQE "
+	  "queued to submitted, completions waiting to be collected (io_uring), or a job kind's (echo, hash...)",
+	  "hist", cmd_hist },
+	{ "config", "[KEY...]", 0, -1, VCTL_USER, "effective configuration: value, source, live/reload/restart",
+	  "config", cmd_config },
+	{ "schema", "", 0, 0, VCTL_USER, "JSON Schemas of every reply", "schema", cmd_schema },
+	{ "set", "KEY VALUE [KEY VALUE]...", 2, -1, VCTL_OPERATOR, "change live keys (all or none)", "set", cmd_set },
+	{ "clear", "counters", 1, 1, VCTL_OPERATOR, "restart the counters `stats` shows from zero", "clear",
+	  cmd_clear },
+	{ "reload", "", 0, 0, VCTL_ADMIN, "re-read the configuration file (as SIGHUP)", "reload", cmd_reload },
+	{ "drain", "", 0, 0, VCTL_ADMIN, "turn not-ready (/readyz 503) for load balancers", "drain", cmd_drain },
+	{ "undrain", "", 0, 0, VCTL_ADMIN, "turn ready again", "drain", cmd_undrain },
 };
 const size_t vctl__n_commands = VB_ARRAY_SIZE(vctl__commands);
+
+/* The usage error of c, from its row: the one place a usage is written. */
+static json_t *usage(const struct vctl_cmd *c)
+{
+	return vctl__error("usage", "usage: %s%s%s", c->name, *c->args ? " " : "", c->args);
+}
 
 /* Run command c, permitted: its reply, or its error. */
 static json_t *run(struct vctl *ctl, const struct vctl_cmd *c, const struct vctl_peer *peer, int argc,
@@ -405,13 +412,15 @@ static json_t *run(struct vctl *ctl, const struct vctl_cmd *c, const struct vctl
 {
 	char schema[64];
 	snprintf(schema, sizeof(schema), "voltd.%s.v1", c->reply);
+	if (argc - 1 < c->min_args || (c->max_args >= 0 && argc - 1 > c->max_args))
+		return usage(c);
 	json_t *r = json_pack("{s:s, s:b}", "schema", schema, "ok", 1);
 	if (!r)
 		return vctl__error("internal", "out of memory");
 	json_t *err = c->run(ctl, peer, argc, argv, r);
 	if (err) {
 		json_decref(r);
-		return err;
+		return err == USAGE ? usage(c) : err;
 	}
 	return r;
 }

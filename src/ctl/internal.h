@@ -98,6 +98,7 @@ static inline void vctl__add(_Atomic uint64_t *c, uint64_t n)
 struct vctl_cmd {
 	const char *name;
 	const char *args;          /* usage after the name, "" if none */
+	int min_args, max_args;    /* words after the name; max -1: no limit */
 	enum vctl_level level;     /* least level that may run it */
 	const char *help;          /* one line */
 	const char *reply;         /* schema name of the success reply: "voltd.<reply>.v1" */

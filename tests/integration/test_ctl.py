@@ -49,6 +49,26 @@ def test_every_command_as_admin_matches_its_schema(daemon):
                                    "schema", "set", "clear", "reload", "drain"]}
 
 
+def test_usage_errors_come_from_the_help_table(daemon):
+    """A command's usage is written once, in its row: help shows it, and a
+    line with words the command does not take gets exactly it (issue 21;
+    the handlers' own strings differed, and ping, version, help and schema
+    ignored extra words)."""
+    d = daemon()
+    rows = ctl(d, "help")["commands"]
+    lines = {"hist": ["hist"], "set": ["set", "set scheduler.budget", "set a b c"],
+             "clear": ["clear", "clear everything", "clear counters now"], "stats": ["stats a b"]}
+    with Ctl(d.control) as c:
+        for row in rows:
+            if row["name"] == "config":  # takes any number of keys; an unknown one is "invalid"
+                continue
+            want = "usage: " + row["name"] + (" " + row["args"] if row["args"] else "")
+            for line in lines.get(row["name"], [row["name"] + " x"]):
+                r = c.cmd(line)
+                assert r["ok"] is False and r["code"] == "usage" and r["error"] == want, (line, r)
+        assert c.cmd("ping")["ok"]
+
+
 def test_user_reads_but_cannot_change(daemon, shared):
     sock = os.path.join(shared, "control.sock")
     d = daemon("-s", "control.socket=" + sock, "-s", "control.mode=0666")
