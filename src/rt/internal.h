@@ -262,13 +262,22 @@ struct vrt_worker_counters {
 };
 
 struct vrt_worker {
-	struct vrt_wsq q; /* head/tail/buffer, each on its own line */
+	struct vrt_wsq q;  /* fresh tasks: head/tail/buffer, each on its own line */
+	struct vrt_wsq cq; /* continuations (doc/ARCHITECTURE.md §2, "Mixed work") */
 
 	/* owner-only */
 	struct vrt *rt vb_cacheline_aligned;
 	unsigned id;
 	struct vrt_task *lifo;
 	unsigned lifo_run;
+	/* The task whose slice ended with nothing waiting: it runs again at
+	 * once (next_local), run_slices slices in a row so far. */
+	struct vrt_task *resume;
+	unsigned run_slices;
+	unsigned cq_countdown;      /* fresh picks, while a continuation waits, until
+				     * the continuations go first (aging) */
+	int64_t io_last;            /* end of the last I/O phase (reap by time) */
+	int64_t reap_ns;            /* cached tunable io_reap_us, in ns; 0: off */
 	struct vrt_task *prefetch[VRT_PREFETCH_MAX];
 	unsigned pf_head, pf_len;
 	/* yielded tasks on their way to the injection queue (through next) */
@@ -283,7 +292,7 @@ struct vrt_worker {
 	unsigned batch_polls;
 	int64_t active_start;       /* end of the last park */
 	bool searching;
-	bool in_park;               /* inside the park path: no notify on push */
+	bool in_io;                 /* inside the I/O phase: no notify on push */
 	bool drain_counted;         /* in rt->drain_idle (DRAIN shutdown, [W9]) */
 	bool unparked_idle;         /* woken by a notifier, no task run since */
 	bool exiting;
@@ -385,6 +394,7 @@ struct vrt {
 	_Atomic bool t_stealing vb_cacheline_aligned;
 	_Atomic bool t_lifo;
 	_Atomic uint32_t t_gi_min, t_gi_max, t_lifo_cap, t_budget, t_batch_max;
+	_Atomic uint32_t t_reap_us;
 	_Atomic uint32_t phase;          /* enum vrt_phase */
 
 	struct vrt_inject inject;        /* own line */
@@ -499,6 +509,28 @@ static inline bool vrt__worth_waking(const struct vrt_worker *w, unsigned n, uns
 	return w->ewma_ns <= 0.0 || (double)n * w->ewma_ns >= (double)VRT_WAKE_WORTH_NS;
 }
 
+/*
+ * Mixed work (doc/ARCHITECTURE.md §2): a task that returned VRT_YIELD this
+ * many times in a row is a continuation: it waits in the worker's
+ * continuation ring (cq), behind fresh work. After VRT_CQ_EVERY picks of
+ * fresh work in a row while a continuation waits, a worker takes the
+ * continuation first (aging: fresh work cannot starve one),
+ * and a running continuation gives way to a waiting one after
+ * VRT_CONT_QUANTUM slices in a row (so continuations do not starve each
+ * other while nothing fresh waits).
+ */
+#define VRT_FRESH_SLICES 4u
+#define VRT_CQ_EVERY 8u
+#define VRT_CONT_QUANTUM 200u
+
+/* The I/O phase: the one place the worker loop hands control to its driver
+ * (park ops poll and park). VRT_IO_REAP: run what the driver has ready,
+ * never sleeping (every io_poll_interval polls, and at a slice boundary
+ * io_reap_us after the last phase); VRT_IO_PARK: the same, then sleep in
+ * the driver when nothing is runnable (find_work found nothing). */
+enum vrt_io_step { VRT_IO_REAP, VRT_IO_PARK };
+void vrt__io_phase(struct vrt_worker *w, enum vrt_io_step step);
+
 /* park.c (worker thread unless noted) */
 extern const struct vrt_park_ops vrt__futex_park_ops;
 void vrt__notify_parked(struct vrt *rt);      /* any thread */
@@ -506,7 +538,7 @@ void vrt__unpark_all(struct vrt *rt);         /* any thread */
 bool vrt__try_become_searcher(struct vrt_worker *w);
 void vrt__transition_from_searching(struct vrt_worker *w);
 bool vrt__local_has_work(struct vrt_worker *w);
-void vrt__park(struct vrt_worker *w);
+bool vrt__sibling_backlog(struct vrt_worker *w);
 
 /* worker.c */
 void vrt__reload_tunables(struct vrt_worker *w);

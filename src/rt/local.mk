@@ -25,6 +25,14 @@ tests_unit_test_rt_monitor_SOURCES = tests/unit/test_rt_monitor.c
 tests_unit_test_rt_monitor_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_rt_monitor_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS)
 
+# The mixed-work policy, asserted by counts (also TSan).
+check_PROGRAMS += tests/unit/test_rt_policy
+TESTS += tests/unit/test_rt_policy
+TSAN_TESTS += tests/unit/test_rt_policy
+tests_unit_test_rt_policy_SOURCES = tests/unit/test_rt_policy.c
+tests_unit_test_rt_policy_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_rt_policy_LDADD = $(VOLT_CORE_LIBS) $(CMOCKA_LIBS)
+
 check_PROGRAMS += tests/unit/test_rt_wsq
 TESTS += tests/unit/test_rt_wsq
 tests_unit_test_rt_wsq_SOURCES = tests/unit/test_rt_wsq.c

@@ -16,8 +16,9 @@
  * no CPU (state R, little CPU: the machine is overloaded; not a stall of
  * voltd's making, reported by no flag, re-judged at every tick). A flagged
  * stall is logged once (and its end once), counted, published for stats
- * and vrt_health, and a parked sibling is woken (every tick while it lasts)
- * to steal the stalled worker's ring. The LIFO slot, a global batch
+ * and vrt_health. A worker seen in one poll at two ticks (flagged or not)
+ * whose ring (fresh or continuations) is not empty gets a parked sibling
+ * woken, every such tick, to steal it. The LIFO slot, a global batch
  * prefetched at the injection-queue tick while local work was queued (a
  * batch taken with an empty ring goes to the ring, stealable) and the
  * yielded-task list are owner-only and wait for the poll to end (at most
@@ -325,7 +326,10 @@ static void tick(struct vrt *rt, uint64_t warn_ns)
 			if (!m->flagged && warn_ns && age >= warn_ns &&
 			    (k = classify(rt, w, m, now, &cpu_ms)) != VRT_STALL_NONE)
 				flag_stall(rt, i, m, k, now, cpu_ms);
-			if (m->flagged && running && vrt__wsq_len(&w->q) != 0)
+			/* A poll seen at two ticks (flagged or not: the thread
+			 * may be runnable without CPU, or detection off) holds
+			 * up its ring: wake a parked sibling to steal it. */
+			if (running && (vrt__wsq_len(&w->q) != 0 || vrt__wsq_len(&w->cq) != 0))
 				vrt__notify_parked(rt);
 			continue;
 		}

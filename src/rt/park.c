@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * rt/park.c: searching and parking: the idle word (searching and parked
- * counts), the parked-worker bitmap, "last searcher must notify", the park
- * path with its re-checks, and the default futex park ops. Functions taking
+ * counts), the parked-worker bitmap, "last searcher must notify", the I/O
+ * phase (vrt__io_phase: the only caller of the park ops' poll and park),
+ * the park path with its re-checks, and the default futex park ops. Functions taking
  * a struct vrt_worker * run on that worker's thread; vrt__notify_parked and
  * vrt__unpark_all on any thread.
  *
@@ -134,13 +135,29 @@ void vrt__transition_from_searching(struct vrt_worker *w)
 
 bool vrt__local_has_work(struct vrt_worker *w)
 {
-	return w->lifo || w->pf_len || w->yq_len || vrt__wsq_len(&w->q) != 0;
+	return w->lifo || w->resume || w->pf_len || w->yq_len || vrt__wsq_len(&w->q) != 0 ||
+	       vrt__wsq_len(&w->cq) != 0;
 }
 
 /* Runnable tasks this worker holds. */
 static unsigned local_runnable(struct vrt_worker *w)
 {
-	return (w->lifo != NULL) + w->pf_len + w->yq_len + vrt__wsq_len(&w->q);
+	return (w->lifo != NULL) + (w->resume != NULL) + w->pf_len + w->yq_len +
+	       vrt__wsq_len(&w->q) + vrt__wsq_len(&w->cq);
+}
+
+/* A sibling's ring holds fresh tasks it has not started: work an idle or
+ * slicing worker could steal (the slice rule, worker.c). A relaxed look at
+ * each ring's indices (vrt__wsq_len): a stale answer costs one slice its
+ * yield, or one yield that finds nothing to steal. */
+bool vrt__sibling_backlog(struct vrt_worker *w)
+{
+	struct vrt *rt = w->rt;
+
+	for (unsigned i = 0; i < rt->nworkers; i++)
+		if (i != w->id && vrt__wsq_len(&rt->workers[i]->q) != 0)
+			return true;
+	return false;
 }
 
 /* Work queued where another worker could take it: the injection queue or,
@@ -153,7 +170,8 @@ static bool work_elsewhere(struct vrt_worker *w)
 		return true;
 	if (w->stealing) {
 		for (unsigned i = 0; i < rt->nworkers; i++)
-			if (i != w->id && vrt__wsq_len(&rt->workers[i]->q) != 0)
+			if (i != w->id && (vrt__wsq_len(&rt->workers[i]->q) != 0 ||
+					   vrt__wsq_len(&rt->workers[i]->cq) != 0))
 				return true;
 	}
 	return false;
@@ -198,7 +216,7 @@ static bool unmark_parked(struct vrt_worker *w)
 
 /*
  * The driver (park ops poll / park) queued tasks on this worker, with
- * notifications suppressed (in_park). Wake a sibling only when this worker
+ * notifications suppressed (in_io). Wake a sibling only when this worker
  * now holds more runnable tasks than the one it runs next, and they are
  * worth a wake-up (vrt__worth_waking): those can be stolen while it runs
  * (an I/O burst spreads over the workers). One task is ours to run: waking
@@ -221,14 +239,38 @@ static void after_driver(struct vrt_worker *w, bool last)
 	}
 }
 
-void vrt__park(struct vrt_worker *w)
+/* The driver ran (poll or park): the next REAP is due io_reap_us or
+ * io_poll_interval polls from now. */
+static void io_ran(struct vrt_worker *w, int64_t now)
+{
+	w->io_last = now;
+	w->io_countdown = w->rt->ops->poll ? w->rt->io_poll_interval : 0;
+}
+
+/* VRT_IO_REAP from the run loop: the task just polled is in hand, not
+ * queued; the wake rule applies to what the driver queued. */
+static void io_reap(struct vrt_worker *w)
+{
+	struct vrt *rt = w->rt;
+
+	if (!rt->ops->poll)
+		return;
+	w->in_io = true;
+	rt->ops->poll(rt->park_ctx, w->id);
+	io_ran(w, vb_now_ns());
+	if (vrt__local_has_work(w))
+		after_driver(w, false);
+	w->in_io = false;
+}
+
+static void park(struct vrt_worker *w)
 {
 	struct vrt *rt = w->rt;
 	bool last = false, queued;
 	int64_t now, timeout;
 	uint64_t idle;
 
-	w->in_park = true;
+	w->in_io = true;
 	if (w->unparked_idle) {
 		/* Woken by a notifier and about to sleep again without having
 		 * run a task: that unpark was futile. */
@@ -252,6 +294,7 @@ void vrt__park(struct vrt_worker *w)
 	}
 	if (rt->ops->poll) {
 		rt->ops->poll(rt->park_ctx, w->id);
+		io_ran(w, vb_now_ns());
 		if (vrt__local_has_work(w)) {
 			after_driver(w, last);
 			goto out;
@@ -311,12 +354,21 @@ void vrt__park(struct vrt_worker *w)
 		after_driver(w, false);
 	}
 	now = vb_now_ns();
+	io_ran(w, now); /* the park ops poll the driver as they leave */
 	w->active_start = now;
 	w->batch_start = now;
 	w->batch_polls = 0;
 	vrt__reload_tunables(w); /* a vrt_set_* may have come while we slept */
 out:
-	w->in_park = false;
+	w->in_io = false;
+}
+
+void vrt__io_phase(struct vrt_worker *w, enum vrt_io_step step)
+{
+	if (step == VRT_IO_REAP)
+		io_reap(w);
+	else
+		park(w);
 }
 
 /* ------------------------------------------------------ default park ops */

@@ -53,6 +53,8 @@ int vrt_config_check(const struct vrt_config *c)
 		return -EINVAL;
 	if (c->io_poll_interval > VRT_IO_POLL_INTERVAL_MAX)
 		return -EINVAL;
+	if (c->io_reap_us > VRT_IO_REAP_US_MAX)
+		return -EINVAL;
 	if (c->park_ops && (!c->park_ops->park || !c->park_ops->unpark))
 		return -EINVAL;
 	if (c->stall_warn_ms > VRT_STALL_WARN_MS_MAX)
@@ -112,6 +114,7 @@ int vrt_new(const struct vrt_config *cfg, struct vrt **out)
 	atomic_init(&rt->t_lifo_cap, cfg->lifo_poll_cap);
 	atomic_init(&rt->t_budget, cfg->budget);
 	atomic_init(&rt->t_batch_max, cfg->global_batch_max);
+	atomic_init(&rt->t_reap_us, cfg->io_reap_us);
 	atomic_init(&rt->phase, VRT_RUNNING);
 	atomic_init(&rt->idle, 0);
 	atomic_init(&rt->start_pending, cfg->workers);
@@ -138,6 +141,7 @@ int vrt_new(const struct vrt_config *cfg, struct vrt **out)
 			goto fail_struct;
 		memset(w, 0, sizeof(*w));
 		vrt__wsq_init(&w->q, 0);
+		vrt__wsq_init(&w->cq, 0);
 		w->rt = rt;
 		w->id = i;
 		vb_rng_seed(&w->rng, seed + i);
@@ -271,7 +275,14 @@ void vrt_shutdown(struct vrt *rt, enum vrt_shutdown_mode mode)
 			w->pf_len--;
 			dispose_queued(rt, t);
 		}
+		if (w->resume) {
+			t = w->resume;
+			w->resume = NULL;
+			dispose_queued(rt, t);
+		}
 		while ((t = vrt__wsq_pop(&w->q)) != NULL)
+			dispose_queued(rt, t);
+		while ((t = vrt__wsq_pop(&w->cq)) != NULL)
 			dispose_queued(rt, t);
 	}
 	for (unsigned i = 0; i < rt->nshards; i++) {
@@ -343,7 +354,16 @@ void vrt_get_tunables(struct vrt *rt, struct vrt_config *out)
 	out->global_interval_max = atomic_load_explicit(&rt->t_gi_max, memory_order_relaxed);
 	out->lifo_poll_cap = atomic_load_explicit(&rt->t_lifo_cap, memory_order_relaxed);
 	out->budget = atomic_load_explicit(&rt->t_budget, memory_order_relaxed);
+	out->io_reap_us = atomic_load_explicit(&rt->t_reap_us, memory_order_relaxed);
 	out->stall_warn_ms = rt->mon.w ? atomic_load_explicit(&rt->mon.warn_ms, memory_order_relaxed) : 0;
+}
+
+int vrt_set_io_reap_us(struct vrt *rt, unsigned us)
+{
+	if (us > VRT_IO_REAP_US_MAX)
+		return -EINVAL;
+	atomic_store_explicit(&rt->t_reap_us, us, memory_order_relaxed); /* relaxed: tunable */
+	return 0;
 }
 
 /* ------------------------------------------------------------------ stats */
@@ -410,7 +430,7 @@ unsigned vrt_stats_snapshot(struct vrt *rt, struct vrt_stats *out,
 		VRT_WORKER_METRICS(COPY)
 #undef COPY
 		o->tasks_stolen_from = rd(&w->q.stolen_from);
-		o->local_queue_depth = vrt__wsq_len(&w->q);
+		o->local_queue_depth = vrt__wsq_len(&w->q) + vrt__wsq_len(&w->cq);
 		measure_worker(rt, i, o);
 	}
 	if (out) {

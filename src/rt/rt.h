@@ -64,6 +64,7 @@ struct vrt_task {
 	_Atomic(struct vrt_task *) join_waiter;   /* private: a task awaiting completion */
 	_Atomic uint32_t join_futex;              /* private: a thread awaiting completion */
 	uint32_t reg_shard;                       /* private: registry shard or UINT32_MAX */
+	uint32_t slices;                          /* private: VRT_YIELDs in a row (owner of the poll) */
 	struct vrt_task *reg_prev, *reg_next;     /* private: registry links */
 };
 
@@ -124,6 +125,12 @@ int vrt_worker_id(void);
  * report. Cleared when the poll returns. No-op outside a worker. */
 void vrt_poll_label(const char *label);
 
+/* From a poll function: the current task starts a new piece of work (an
+ * executor took its next job), so the slices it ran for the last one no
+ * longer count: it is fresh again for the mixed-work policy
+ * (doc/ARCHITECTURE.md §2). No-op outside a worker. */
+void vrt_service_reset(void);
+
 /*
  * Cooperative budget: each poll may perform `budget` channel/I/O operations.
  * An operation calls this first; false means the budget is spent: the
@@ -176,7 +183,8 @@ struct vrt_park_ops {
 	/* Any thread: end the current or next park of `worker`. */
 	void (*unpark)(void *ctx, unsigned worker);
 	/* Worker thread, never blocks: process ready driver events (these may
-	 * wake tasks). Called every io_poll_interval ticks and before parking.
+	 * wake tasks). Called every io_poll_interval ticks, at a slice
+	 * boundary io_reap_us after the last call, and before parking.
 	 * May be NULL. worker_start / worker_stop may be NULL too; a
 	 * worker_start < 0 makes vrt_new fail with that error. */
 	void (*poll)(void *ctx, unsigned worker);
@@ -197,6 +205,7 @@ struct vrt_park_ops {
 #define VRT_BUDGET_MAX 4096u
 #define VRT_PARK_TIMEOUT_MS_MAX 1000u
 #define VRT_IO_POLL_INTERVAL_MAX 4096u /* from 0 */
+#define VRT_IO_REAP_US_MAX 1000000u /* from 0 */
 #define VRT_STALL_WARN_MS_MAX 3600000u /* from 0 */
 
 /* Embedded in the daemon's struct vcfg and filled from voltd.conf's
@@ -216,6 +225,9 @@ struct vrt_config {
 					* queued somewhere (see vrt_park_ops.park) */
 	unsigned io_poll_interval;     /* ticks between park ops poll() while busy;
 					* 0: only before parking */
+	unsigned io_reap_us;           /* at a slice boundary (a poll
+					* that yields) poll() if none ran for this
+					* long; 0: only by io_poll_interval */
 	const struct vrt_park_ops *park_ops; /* NULL: futex parking */
 	void *park_ctx;
 	unsigned stall_warn_ms;        /* stall monitor threshold; 0: no monitor
@@ -253,10 +265,12 @@ int vrt_set_global_interval(struct vrt *rt, unsigned min, unsigned max);
 int vrt_set_lifo_poll_cap(struct vrt *rt, unsigned cap);
 int vrt_set_budget(struct vrt *rt, unsigned budget);
 /* The tunables as the workers read them now, into out's stealing,
- * global_interval_min, global_interval_max, lifo_poll_cap, budget and
- * stall_warn_ms (0 without a monitor); out's other fields are untouched.
+ * global_interval_min, global_interval_max, lifo_poll_cap, budget,
+ * io_reap_us and stall_warn_ms (0 without a monitor); out's other fields are untouched.
  * Any thread. */
 void vrt_get_tunables(struct vrt *rt, struct vrt_config *out);
+/* 0..VRT_IO_REAP_US_MAX (live: [scheduler] io_reap_us). */
+int vrt_set_io_reap_us(struct vrt *rt, unsigned us);
 /* 0 (detection off; the thread stays) .. VRT_STALL_WARN_MS_MAX; -EINVAL also when the
  * runtime was created without a monitor (stall_warn_ms = 0 at vrt_new). */
 int vrt_set_stall_warn_ms(struct vrt *rt, unsigned ms);
@@ -301,6 +315,9 @@ extern const char *const vrt_stall_kind_names[];
 	X(futile_wakeups, COUNTER, "", "unparks after which the worker found no task and parked again") \
 	X(searching_transitions, COUNTER, "", "times the worker started searching for work") \
 	X(budget_yields, COUNTER, "", "polls ended because the task spent its budget") \
+	X(yields, COUNTER, "", "slices that ended behind waiting work (the task was queued)") \
+	X(resumes, COUNTER, "", "slices followed at once by the same task's next: nothing waited") \
+	X(reaps_timed, COUNTER, "", "I/O phases at a slice boundary because io_reap_us had passed") \
 	X(local_queue_depth, GAUGE_SNAP, "", "tasks in the local queue now") \
 	X(global_interval, GAUGE, "", "ticks between injection-queue checks now") \
 	X(ewma_poll_ns, GAUGE, "nanoseconds", "moving average (alpha 0.1) of the time one poll takes", \

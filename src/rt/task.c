@@ -58,6 +58,7 @@ void vrt_task_init(struct vrt_task *t, const struct vrt_task_vtable *vt)
 	atomic_init(&t->join_waiter, NULL);
 	atomic_init(&t->join_futex, 0);
 	t->reg_shard = REG_NONE;
+	t->slices = 0;
 	t->reg_prev = t->reg_next = NULL;
 }
 

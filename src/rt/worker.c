@@ -4,14 +4,22 @@
  * scheduling, yielded tasks, the global-interval maintenance and the DRAIN
  * shutdown's quiescence detection. Searching and parking: park.c.
  *
+ * The loop (vrt__worker_main): find_work, poll the task, the I/O phase when
+ * due (io_due: every io_poll_interval polls, or at a slice boundary once
+ * io_reap_us passed), place the task (place_polled: the slice rule of the
+ * mixed-work policy decides whether a yielded task runs on at once).
+ *
  * find_work order (doc/ARCHITECTURE.md §2): every global_interval ticks the
  * injection queue first (checked before local work, or a busy worker would
- * never look at it); the prefetched global batch; the LIFO slot (at most
+ * never look at it); the resume slot; a continuation after VRT_CQ_EVERY
+ * fresh picks (aging); the prefetched global batch; the LIFO slot (at most
  * lifo_poll_cap in a row, then its task goes to the back of the ring); the
- * ring; then, local work exhausted: this worker's yielded tasks are placed
- * (see flush_yields); steal (random first victim, every other worker once;
+ * ring; then, local work exhausted: this worker's yielded fresh tasks are
+ * placed (see flush_yields); with continuations queued, a sibling's backlog,
+ * the injection queue, then its oldest continuation; steal (random first
+ * victim, every other worker once, fresh rings then continuation rings;
  * skipped with stealing = off or when ~half the workers already search); the
- * injection queue; park.
+ * injection queue; park (the I/O phase, park.c).
  *
  * Threading: every function taking a struct vrt_worker * runs on that
  * worker's thread. vrt_spawn and vrt__schedule run on any thread.
@@ -106,6 +114,13 @@ static inline void sample_sched(struct vrt_worker *w, struct vrt_task *t)
 		t->sched_ns = vb_now_ns();
 }
 
+void vrt_service_reset(void)
+{
+	/* Owner of the poll: place_polled reads it after the poll returns. */
+	if (vrt__tls_worker && vrt__tls_task)
+		vrt__tls_task->slices = 0;
+}
+
 bool vrt_budget_consume(void)
 {
 	struct vrt_worker *w = vrt__tls_worker;
@@ -139,7 +154,7 @@ static void push_ring(struct vrt_worker *w, struct vrt_task *t, bool notify)
 	 * (and often a context switch on our core) to steal half of one task.
 	 * From VRT_RING_NOTIFY_MIN tasks on, or on overflow, one parked
 	 * worker is woken, if the ring is worth a wake-up (vrt__worth_waking). */
-	if (notify && !w->in_park &&
+	if (notify && !w->in_io &&
 	    (r.overflowed || vrt__worth_waking(w, vrt__wsq_len(&w->q), VRT_RING_NOTIFY_MIN)))
 		vrt__notify_parked(w->rt);
 }
@@ -171,6 +186,7 @@ static void schedule_remote(struct vrt *rt, struct vrt_task *t)
  */
 static void push_ring(struct vrt_worker *w, struct vrt_task *t, bool notify);
 static struct vrt_task *pull_inject(struct vrt_worker *w);
+static void queue_yielded(struct vrt_worker *w, struct vrt_task *t, bool forced);
 
 static struct vrt_task *flush_yields(struct vrt_worker *w, bool tick)
 {
@@ -189,11 +205,15 @@ static struct vrt_task *flush_yields(struct vrt_worker *w, bool tick)
 			push_ring(w, t, false);
 		}
 	}
+	/* The wake rule, as for any local push (issue 19): a single yielded
+	 * task is this worker's own next task, and waking a sibling for it
+	 * was a futile wake-up per slice (review N2). */
+	if (!w->in_io && vrt__worth_waking(w, global ? w->yq_len : vrt__wsq_len(&w->q),
+					   VRT_RING_NOTIFY_MIN))
+		vrt__notify_parked(w->rt);
 	w->yq_head = w->yq_tail = NULL;
 	w->yq_len = 0;
 	w->yq_forced = false;
-	if (!w->in_park)
-		vrt__notify_parked(w->rt);
 	return global && !tick ? pull_inject(w) : NULL;
 }
 
@@ -305,6 +325,8 @@ void vrt__reload_tunables(struct vrt_worker *w)
 	w->gi_min = atomic_load_explicit(&rt->t_gi_min, memory_order_relaxed);
 	w->gi_max = atomic_load_explicit(&rt->t_gi_max, memory_order_relaxed);
 	w->batch_max = atomic_load_explicit(&rt->t_batch_max, memory_order_relaxed);
+	w->reap_ns = rt->ops->poll ? (int64_t)atomic_load_explicit(&rt->t_reap_us,
+							memory_order_relaxed) * 1000 : 0;
 	if (w->gi_min > w->gi_max)
 		w->gi_min = w->gi_max; /* torn pair during a vrt_set_global_interval */
 }
@@ -361,20 +383,42 @@ static struct vrt_task *pull_inject(struct vrt_worker *w)
 	return w->prefetch[0];
 }
 
+/* The oldest continuation; the aging count starts again. */
+static struct vrt_task *pop_cont(struct vrt_worker *w)
+{
+	w->cq_countdown = VRT_CQ_EVERY;
+	return vrt__wsq_pop(&w->cq);
+}
+
 static struct vrt_task *next_local(struct vrt_worker *w)
 {
 	struct vrt_task *t;
 
-	if (w->io_countdown && --w->io_countdown == 0) {
-		w->io_countdown = w->rt->io_poll_interval;
-		w->rt->ops->poll(w->rt->park_ctx, w->id);
-	}
 	if (--w->gi_countdown == 0) {
 		maintenance(w);
 		if (w->exiting)
-			return NULL;
+			return NULL; /* vrt_shutdown disposes of w->resume */
 		flush_yields(w, true);
 		t = pull_inject(w);
+		if (t) {
+			if (w->resume) {
+				/* Fresh global work came first after all. */
+				queue_yielded(w, w->resume, false);
+				w->resume = NULL;
+			}
+			goto non_lifo;
+		}
+	}
+	if (w->resume) {
+		/* Its slice ended with nothing waiting (place_polled). */
+		t = w->resume;
+		w->resume = NULL;
+		goto non_lifo;
+	}
+	if (vrt__wsq_len(&w->cq) != 0 && --w->cq_countdown == 0) {
+		/* Aging: fresh work cannot hold a waiting continuation
+		 * back for more than VRT_CQ_EVERY picks in a row. */
+		t = pop_cont(w);
 		if (t)
 			goto non_lifo;
 	}
@@ -410,14 +454,19 @@ static struct vrt_task *steal_work(struct vrt_worker *w, bool *retry)
 	if (n < 2 || !w->stealing || !vrt__try_become_searcher(w))
 		return NULL;
 	start = vb_rng_below(&w->rng, n);
-	for (unsigned i = 0; i < n; i++) {
-		unsigned v = start + i < n ? start + i : start + i - n;
+	/* Fresh work first, then (with our own continuations run out) the
+	 * siblings' continuations, into our continuation ring. */
+	for (unsigned i = 0; i < 2 * n; i++) {
+		unsigned k = i < n ? i : i - n;
+		unsigned v = start + k < n ? start + k : start + k - n;
+		bool cont = i >= n;
 		struct vrt_task *t;
 		uint32_t got;
 
-		if (v == w->id)
+		if (v == w->id || (cont && vrt__wsq_len(&w->cq) != 0))
 			continue;
-		switch (vrt__wsq_steal_into(&rt->workers[v]->q, &w->q, &t, &got)) {
+		switch (vrt__wsq_steal_into(cont ? &rt->workers[v]->cq : &rt->workers[v]->q,
+					    cont ? &w->cq : &w->q, &t, &got)) {
 		case VRT_STEAL_OK:
 			vrt__ctr_add(&w->c.steal_ops, 1);
 			vrt__ctr_add(&w->c.tasks_stolen, got);
@@ -478,7 +527,7 @@ static bool drain_idle(struct vrt_worker *w)
 		drain_uncount(w);
 		return false;
 	}
-	vrt__park(w);
+	vrt__io_phase(w, VRT_IO_PARK);
 	/* Handed a task in the park: schedule_local un-counted us already.
 	 * Either way find_work looks at our queues again, and we exit only
 	 * when they are empty and the drain is done. */
@@ -506,6 +555,17 @@ static struct vrt_task *find_work(struct vrt_worker *w)
 			t = flush_yields(w, false);
 			if (!t)
 				continue;
+		}
+		if (!t && !w->exiting && vrt__wsq_len(&w->cq) != 0) {
+			/* Fresh work before our continuations: a sibling's
+			 * backlog (the reason a slice may have ended), the
+			 * injection queue; then the oldest continuation. */
+			if (w->stealing && vrt__sibling_backlog(w))
+				t = steal_work(w, &retry);
+			if (!t)
+				t = pull_inject(w);
+			if (!t)
+				t = pop_cont(w);
 		}
 		if (!t && !w->exiting) {
 			t = steal_work(w, &retry);
@@ -543,13 +603,14 @@ static struct vrt_task *find_work(struct vrt_worker *w)
 			}
 			continue;
 		}
-		vrt__park(w);
+		vrt__io_phase(w, VRT_IO_PARK);
 	}
 }
 
 /* ------------------------------------------------------------------ poll */
 
-static void run_task(struct vrt_worker *w, struct vrt_task *t)
+/* One poll of t: a slice when it returns VRT_YIELD. */
+static enum vrt_poll poll_task(struct vrt_worker *w, struct vrt_task *t)
 {
 	/* relaxed: a guess for the CAS, which orders. */
 	uint64_t s = atomic_load_explicit(&t->state, memory_order_relaxed);
@@ -595,6 +656,83 @@ static void run_task(struct vrt_worker *w, struct vrt_task *t)
 	w->batch_polls++;
 	if (w->rt->ops->flush)
 		w->rt->ops->flush(w->rt->park_ctx, w->id);
+	return r;
+}
+
+/* After a poll: is the I/O phase due? Every io_poll_interval polls, and at
+ * a slice boundary (the task yields) once io_reap_us passed since the last
+ * phase: completions are reaped by time, not only by count, so a light
+ * request on this worker's connections reaches the run queue (and an idle
+ * sibling) within io_reap_us of slice time while the worker runs slices. */
+static bool io_due(struct vrt_worker *w, enum vrt_poll r)
+{
+	if (w->io_countdown && --w->io_countdown == 0)
+		return true;
+	if (w->reap_ns && (r == VRT_YIELD || w->budget_hit) &&
+	    vb_now_ns() - w->io_last >= w->reap_ns) {
+		vrt__ctr_add(&w->c.reaps_timed, 1);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The slice rule (doc/ARCHITECTURE.md §2, "Mixed work"): a task whose slice
+ * ended (VRT_YIELD, or its budget spent) gives way only when something
+ * waits: fresh local work (LIFO slot, prefetched batch, ring, yielded fresh
+ * tasks), the injection queue, a sibling's unserved backlog (we may steal
+ * it), or, for a continuation that ran VRT_CONT_QUANTUM slices in a row, a
+ * waiting continuation. Completions due were reaped just before (io_due),
+ * so what they woke is in the local queues. A fresh task (fewer than
+ * VRT_FRESH_SLICES slices) does not give way to continuations.
+ */
+static bool slice_must_yield(struct vrt_worker *w, const struct vrt_task *t)
+{
+	if (w->lifo || w->pf_len || w->yq_len || vrt__wsq_len(&w->q) != 0)
+		return true;
+	if (vrt__inject_len(&w->rt->inject) != 0)
+		return true;
+	if (t->slices >= VRT_FRESH_SLICES && w->run_slices + 1 >= VRT_CONT_QUANTUM &&
+	    vrt__wsq_len(&w->cq) != 0)
+		return true;
+	return w->stealing && vrt__sibling_backlog(w);
+}
+
+/* A continuation goes behind fresh work, into the ring siblings steal
+ * continuations from. Worth a wake-up when work waits ahead of it: a
+ * sibling may run it meanwhile (a slice is long next to a wake-up). */
+static void push_cont(struct vrt_worker *w, struct vrt_task *t)
+{
+	struct vrt_wsq_push_res r = vrt__wsq_push(&w->cq, t, &w->rt->inject);
+
+	if (r.overflowed) {
+		vrt__ctr_add(&w->c.overflows, 1);
+		vrt__ctr_add(&w->c.tasks_overflowed, r.overflowed);
+	}
+	VB_BUG_ON(r.dropped); /* closed only after every worker was joined */
+	if (!w->in_io && vrt__worth_waking(w, vrt__wsq_len(&w->q) + vrt__wsq_len(&w->cq) +
+					   (w->lifo != NULL), VRT_RING_NOTIFY_MIN))
+		vrt__notify_parked(w->rt);
+}
+
+/* A task that gives way: a continuation to the continuation ring, a fresh
+ * one behind the local work (flush_yields). */
+static void queue_yielded(struct vrt_worker *w, struct vrt_task *t, bool forced)
+{
+	vrt__ctr_add(&w->c.yields, 1);
+	w->run_slices = 0;
+	if (t->slices >= VRT_FRESH_SLICES)
+		push_cont(w, t);
+	else
+		defer_yield(w, t, forced);
+}
+
+/* After a poll (and the I/O phase, if due): complete t, leave it idle, run
+ * it on at once (the slice rule) or queue it. */
+static void place_polled(struct vrt_worker *w, struct vrt_task *t, enum vrt_poll r)
+{
+	uint64_t s;
+	bool sliced = w->budget_hit || r == VRT_YIELD;
 
 	if (r == VRT_READY) {
 		vrt__task_complete(w, t);
@@ -602,6 +740,12 @@ static void run_task(struct vrt_worker *w, struct vrt_task *t)
 	}
 	if (t->reg_shard == UINT32_MAX)
 		vrt__registry_add(w->rt, t, w->id);
+	/* Attained service: slices in a row; a task that waited is fresh.
+	 * Written before the CAS below publishes the task. */
+	if (!sliced)
+		t->slices = 0;
+	else if (t->slices < UINT32_MAX)
+		t->slices++;
 	/* relaxed: a guess for the CAS, which orders. */
 	s = atomic_load_explicit(&t->state, memory_order_relaxed);
 	for (;;) {
@@ -620,11 +764,16 @@ static void run_task(struct vrt_worker *w, struct vrt_task *t)
 		}
 	}
 	sample_sched(w, t);
-	if (w->budget_hit || r == VRT_YIELD) {
-		/* Behind everything (see flush_yields). */
+	if (sliced) {
 		if (w->budget_hit)
 			vrt__ctr_add(&w->c.budget_yields, 1);
-		defer_yield(w, t, w->budget_hit);
+		if (!slice_must_yield(w, t)) {
+			vrt__ctr_add(&w->c.resumes, 1);
+			w->run_slices++;
+			w->resume = t;
+			return;
+		}
+		queue_yielded(w, t, w->budget_hit);
 	} else {
 		/* Woken during its own poll: back of the local ring. */
 		push_ring(w, t, true);
@@ -669,9 +818,19 @@ void *vrt__worker_main(void *arg)
 	 * until the first adaptation. */
 	atomic_store_explicit(&w->c.global_interval, w->interval, memory_order_relaxed);
 	w->io_countdown = rt->ops->poll ? rt->io_poll_interval : 0;
+	w->io_last = now;
+	w->cq_countdown = VRT_CQ_EVERY;
 
-	while ((t = find_work(w)) != NULL)
-		run_task(w, t);
+	/* The loop, as libuv's uv_run reads: find a task (when there is none,
+	 * the I/O phase parks in the driver), poll it, the I/O phase when it
+	 * is due, then place the task (done, idle, run on, or queued). */
+	while ((t = find_work(w)) != NULL) {
+		enum vrt_poll r = poll_task(w, t);
+
+		if (io_due(w, r))
+			vrt__io_phase(w, VRT_IO_REAP);
+		place_polled(w, t, r);
+	}
 	if (w->yq_len) /* vrt_shutdown disposes of what is queued */
 		VB_BUG_ON(!vrt__inject_push_yields(&rt->inject, w->yq_head, w->yq_tail, w->yq_len));
 

@@ -367,6 +367,9 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 				continue;
 			}
 			runq_push(x, vch_ptr(v));
+			/* A new job: the slices of the last one do not make
+			 * this executor a continuation. */
+			vrt_service_reset();
 		}
 		/* Busy with our own jobs: a wakeup for the channel belongs to
 		 * another executor. */

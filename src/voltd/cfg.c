@@ -64,6 +64,11 @@ static int live_budget(const struct vcfg_live *to, const struct vcfg *c)
 	return to->rt ? vrt_set_budget(to->rt, c->scheduler.budget) : 0;
 }
 
+static int live_io_reap_us(const struct vcfg_live *to, const struct vcfg *c)
+{
+	return to->rt ? vrt_set_io_reap_us(to->rt, c->scheduler.io_reap_us) : 0;
+}
+
 /* -EINVAL when the runtime started without its monitor: the daemon keeps
  * the running value then (voltd/control.c: monitor_off). */
 static int live_stall_warn_ms(const struct vcfg_live *to, const struct vcfg *c)
@@ -127,11 +132,14 @@ static const struct vcfg_key schema[] = {
 	{ "scheduler", "budget", VCFG_UINT, "128", 1, VRT_BUDGET_MAX, F(scheduler.budget),
 	  .apply = live_budget,
 	  .doc = "channel and I/O operations a task may do per poll before it yields" },
-	{ "scheduler", "park_timeout_ms", VCFG_UINT, "10", 1, VRT_PARK_TIMEOUT_MS_MAX, F(scheduler.park_timeout_ms),
+	{ "scheduler", "park_timeout_ms", VCFG_UINT, "2", 1, VRT_PARK_TIMEOUT_MS_MAX, F(scheduler.park_timeout_ms),
 	  .unit = "ms",
 	  .doc = "longest sleep of an idle worker while another worker is awake (its queue may hold a task it did not announce); with every worker idle, none" },
 	{ "scheduler", "io_poll_interval", VCFG_UINT, "61", 0, VRT_IO_POLL_INTERVAL_MAX, F(scheduler.io_poll_interval),
 	  .doc = "polls between two looks at I/O completions while a worker is busy; 0 = only before parking" },
+	{ "scheduler", "io_reap_us", VCFG_UINT, "100", 0, VRT_IO_REAP_US_MAX, F(scheduler.io_reap_us),
+	  .unit = "us", .apply = live_io_reap_us,
+	  .doc = "at the end of a slice, look at I/O completions if none were reaped for this long; 0 = by io_poll_interval only" },
 	/* [io] */
 	{ "io", "backend", VCFG_ENUM, "auto", 0, 0, F(io.backend),
 	  .choices = backend_names,

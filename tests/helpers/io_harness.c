@@ -229,6 +229,67 @@ uint64_t ioh_drops(void)
 	return atomic_load_explicit(&task_drops, memory_order_relaxed);
 }
 
+struct leave_blocker {
+	struct ioh_task base;
+	struct ioh_task *caller; /* a reference of ours */
+	struct ioh_leave *l;     /* in the caller's memory */
+};
+
+/* Wakes the caller from outside the runtime (the injection queue, and a
+ * parked worker woken for it) until it ran elsewhere. */
+static void *leave_waker(void *arg)
+{
+	struct leave_blocker *b = arg;
+	int64_t t0 = vb_now_ns();
+
+	/* acquire: pairs with the caller's release store of moved. */
+	while (!atomic_load_explicit(&b->l->moved, memory_order_acquire) &&
+	       vb_now_ns() - t0 < 10000000000LL) {
+		vrt_task_wake(&b->caller->t);
+		usleep(1000);
+	}
+	return NULL;
+}
+
+static enum vrt_poll leave_blocker_poll(struct ioh_task *self)
+{
+	struct leave_blocker *b = (struct leave_blocker *)self;
+	pthread_t th;
+
+	/* This worker stays in this poll until the caller ran elsewhere. */
+	if (pthread_create(&th, NULL, leave_waker, b) != 0) {
+		fprintf(stderr, "pthread_create failed\n");
+		exit(99);
+	}
+	pthread_join(th, NULL);
+	vrt_task_unref(&b->caller->t);
+	return VRT_READY;
+}
+
+enum vrt_poll ioh_leave_worker(struct ioh_task *self, struct ioh_leave *l)
+{
+	struct leave_blocker *b;
+
+	if (l->state == 0) {
+		l->state = 1;
+		l->home = vrt_worker_id();
+		b = ioh_task_new(sizeof(*b), leave_blocker_poll, NULL);
+		vrt_task_ref(&self->t);
+		b->caller = self;
+		b->l = l;
+		if (vrt_spawn_detached(vrt_current_rt(), &b->base.t) < 0) {
+			fprintf(stderr, "vrt_spawn: refused\n");
+			exit(99);
+		}
+		return VRT_PENDING;
+	}
+	if (vrt_worker_id() == l->home)
+		return VRT_PENDING;
+	/* release: pairs with leave_waker's acquire. */
+	atomic_store_explicit(&l->moved, 1, memory_order_release);
+	return VRT_READY;
+}
+
 /* ------------------------------------------------------------ sockets */
 
 int ioh_listen_local(int *port)

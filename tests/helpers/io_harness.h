@@ -68,6 +68,24 @@ void ioh_spawn(struct ioh *h, struct ioh_task *t, bool keep);
 /* Tasks dropped so far (all ioh tasks). */
 uint64_t ioh_drops(void);
 
+/*
+ * Move the calling task to another worker (a test that needs an operation
+ * submitted on one worker's ring and continued on another's). A task that
+ * yields with nothing else waiting runs on at once on its own worker
+ * (doc/ARCHITECTURE.md §2), so yielding does not move it: the first call
+ * returns VRT_PENDING (return it) and spawns a task that keeps this worker
+ * busy in one poll while a plain thread wakes the caller through the
+ * injection queue, until the caller runs elsewhere (or 10 s). A later call
+ * returns VRT_PENDING while still on the first worker and VRT_READY (go on)
+ * on another. `l` lives in the caller's struct, zeroed.
+ */
+struct ioh_leave {
+	int state;              /* caller's: 0 before the first call */
+	int home;               /* caller's: the worker it leaves */
+	_Atomic int moved;      /* set by the caller on another worker */
+};
+enum vrt_poll ioh_leave_worker(struct ioh_task *self, struct ioh_leave *l);
+
 /* TCP helpers (blocking). */
 int ioh_listen_local(int *port);
 int ioh_connect(int port);

@@ -32,8 +32,9 @@ static inline void tcfg_rt(struct vrt_config *c)
 	c->lifo_slot = true;
 	c->lifo_poll_cap = 3;
 	c->budget = 128;
-	c->park_timeout_ms = 10;
+	c->park_timeout_ms = 2;
 	c->io_poll_interval = 61;
+	c->io_reap_us = 100;
 }
 
 /* The schema's [io] values. */

@@ -52,6 +52,7 @@ struct ct {
 	_Atomic int pending_seen;
 	_Atomic int moved;
 	_Atomic int polls;
+	struct ioh_leave leave;
 	ssize_t res;
 	int close_res;
 	int64_t t0, t1;
@@ -245,8 +246,9 @@ static enum vrt_poll remote_cancel_poll(struct ioh_task *self)
 			return VRT_READY; /* unexpected: the test checks `moved` */
 		t->step = 2;
 	}
-	if (vrt_worker_id() == t->home)
-		return VRT_YIELD; /* go through the injection queue until another worker runs us */
+	p = ioh_leave_worker(&t->base, &t->leave); /* until another worker runs us */
+	if (p != VRT_READY)
+		return p;
 	atomic_store_explicit(&t->moved, 1, memory_order_relaxed); /* read after the join */
 	vio_conn_abandon(&t->c);
 	return VRT_READY;
@@ -686,7 +688,8 @@ static void test_abandon_during_close(void **state)
 
 /* ------------- a send while the worker stays busy (defect 3) */
 
-/* One worker, driver polled only before parking (io_poll_interval 0): the
+/* One worker, driver polled only before parking (io_poll_interval 0,
+ * io_reap_us 0): the
  * sender queues a send, then a busy task keeps the worker running (it
  * yields for 2 s). The send must reach the kernel within a bounded time
  * after a task poll (ur_flush), not when the worker next parks. */
@@ -735,6 +738,7 @@ static void test_send_while_busy(void **state)
 	(void)state;
 	tcfg_rt(&rc);
 	rc.io_poll_interval = 0;
+	rc.io_reap_us = 0; /* not reaped at slice boundaries either */
 	ioh_start(&h, 1, NULL, &rc);
 	atomic_store(&busy_stop, 0);
 	assert_int_equal(ioh_tcp_pair(fds), 0);
@@ -848,8 +852,9 @@ static enum vrt_poll return_to_parked_poll(struct ioh_task *self)
 		return VRT_PENDING;
 	}
 	if (t->step == 1) {
-		if (vrt_worker_id() == t->home)
-			return VRT_YIELD; /* until the other worker runs us */
+		p = ioh_leave_worker(&t->base, &t->leave); /* until the other worker runs us */
+		if (p != VRT_READY)
+			return p;
 		p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
 		if (p != VRT_READY)
 			return p;

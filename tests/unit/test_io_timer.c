@@ -259,6 +259,7 @@ struct mover {
 	struct vio_timer tm, pause;
 	int step, home;
 	int64_t t0, t1;
+	struct ioh_leave leave;
 };
 
 static enum vrt_poll mover_poll(struct ioh_task *self)
@@ -272,9 +273,12 @@ static enum vrt_poll mover_poll(struct ioh_task *self)
 			abort();
 		m->step = 1;
 		/* fall through */
-	case 1:
-		if (vrt_worker_id() == m->home)
-			return VRT_YIELD; /* until another worker polls us */
+	case 1: {
+		enum vrt_poll p = ioh_leave_worker(&m->base, &m->leave);
+
+		if (p != VRT_READY)
+			return p; /* until another worker polls us */
+	}
 		/* Give the first worker time to park on the 10 s deadline
 		 * (capped by the 1 s park timeout). */
 		if (vio_timer_arm(&m->pause, vb_now_ns() + 100 * MS) < 0)

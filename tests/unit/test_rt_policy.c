@@ -1,0 +1,518 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/unit/test_rt_policy.c: the scheduling policy for mixed work
+ * (doc/ARCHITECTURE.md §2, "Mixed work") on a real runtime, asserted by
+ * counts, never by time: a sliced task with nothing waiting runs its slices
+ * back to back (no yield, no futile wake-up); a light task queued behind a
+ * sliced task runs before that task's next slice; a continuation finishes
+ * under a flood of fresh tasks; completions on a busy worker's driver are
+ * reaped within io_reap_us of slice time (counted in slices); a task queued
+ * behind a sibling's long poll is stolen while that poll lasts, with no
+ * stall monitor. Threads: the test thread plus the workers; also run under
+ * ThreadSanitizer.
+ */
+#include "rt/rt.h"
+#include "base/compiler.h"
+#include "base/futex.h"
+#include "base/time.h"
+#include "tests/helpers/test_config.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+/* A hang detector, not a bound the policy is judged by. */
+#define HANG_NS (20 * 1000000000LL)
+
+struct pt;
+typedef enum vrt_poll pt_fn(struct pt *);
+
+struct pt {
+	struct vrt_task t;
+	pt_fn *fn;
+	struct vrt *rt;
+	int left;              /* slices still to run */
+	int64_t slice_ns;      /* busy time per slice */
+	_Atomic int done;      /* slices completed */
+	_Atomic int seen;      /* what a light task saw of a heavy one */
+	_Atomic int stop;      /* set by the test thread: end at this slice */
+	struct pt *other;
+};
+
+static enum vrt_poll pt_poll(struct vrt_task *t)
+{
+	struct pt *x = vb_container_of(t, struct pt, t);
+
+	return x->fn(x);
+}
+
+static void pt_drop(struct vrt_task *t)
+{
+	free(vb_container_of(t, struct pt, t));
+}
+
+static const struct vrt_task_vtable pt_vt = { .poll = pt_poll, .drop = pt_drop, .name = "pt" };
+
+static struct pt *pt_new(pt_fn *fn, struct vrt *rt)
+{
+	struct pt *x = calloc(1, sizeof(*x));
+
+	assert_non_null(x);
+	vrt_task_init(&x->t, &pt_vt);
+	x->fn = fn;
+	x->rt = rt;
+	return x;
+}
+
+static void busy(int64_t ns)
+{
+	int64_t end = vb_now_ns() + ns;
+
+	while (vb_now_ns() < end)
+		;
+}
+
+/* A sliced job: `left` slices of slice_ns each, yielding between them. */
+static enum vrt_poll fn_sliced(struct pt *x)
+{
+	busy(x->slice_ns);
+	atomic_fetch_add_explicit(&x->done, 1, memory_order_release);
+	if (atomic_load_explicit(&x->stop, memory_order_relaxed))
+		return VRT_READY;
+	return --x->left > 0 ? VRT_YIELD : VRT_READY;
+}
+
+static struct vrt *mkrt(unsigned workers, void (*tweak)(struct vrt_config *))
+{
+	struct vrt_config c;
+	struct vrt *rt;
+
+	tcfg_rt(&c);
+	c.workers = workers;
+	if (tweak)
+		tweak(&c);
+	assert_int_equal(vrt_new(&c, &rt), 0);
+	return rt;
+}
+
+static void wait_until(_Atomic int *v, int n)
+{
+	int64_t t0 = vb_now_ns();
+
+	while (atomic_load_explicit(v, memory_order_acquire) < n) {
+		assert_true(vb_now_ns() - t0 < HANG_NS);
+		usleep(50);
+	}
+}
+
+/* Worker `w` entered a park after this call: a futile wake-up of a notify
+ * issued before the call is counted by then (it is counted as the park
+ * starts; the park count moves later in the same park). */
+static void wait_new_park(struct vrt *rt, unsigned w)
+{
+	struct vrt_worker_stats ws[2];
+	int64_t t0 = vb_now_ns();
+	uint64_t p;
+
+	vrt_stats_snapshot(rt, NULL, ws, 2);
+	p = ws[w].parks;
+	for (;;) {
+		vrt_stats_snapshot(rt, NULL, ws, 2);
+		if (ws[w].parks > p)
+			return;
+		assert_true(vb_now_ns() - t0 < HANG_NS);
+		usleep(100);
+	}
+}
+
+/* Worker `w` sleeps in its park. */
+static void wait_parked(struct vrt *rt, unsigned w)
+{
+	struct vrt_worker_stats ws[2];
+	int64_t t0 = vb_now_ns();
+
+	for (;;) {
+		vrt_stats_snapshot(rt, NULL, ws, 2);
+		if (ws[w].state == VRT_WS_PARKED)
+			return;
+		assert_true(vb_now_ns() - t0 < HANG_NS);
+		usleep(100);
+	}
+}
+
+static void sums(struct vrt *rt, uint64_t *yields, uint64_t *futile, uint64_t *resumes)
+{
+	struct vrt_worker_stats ws[2];
+	unsigned n = vrt_stats_snapshot(rt, NULL, ws, 2);
+
+	*yields = *futile = *resumes = 0;
+	for (unsigned i = 0; i < n; i++) {
+		*yields += ws[i].yields;
+		*futile += ws[i].futile_wakeups;
+		*resumes += ws[i].resumes;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+
+/* One sliced job on an idle 2-worker runtime: with nothing waiting, its
+ * slices run back to back on one worker; no slice queues it and no slice
+ * wakes the parked sibling (review N2: every slice woke it). */
+static void test_lone_slices_back_to_back(void **st)
+{
+	enum { SLICES = 1000, WARM = 50 };
+	struct vrt *rt = mkrt(2, NULL);
+	struct pt *h = pt_new(fn_sliced, rt);
+	uint64_t y0, f0, r0, y1, f1, r1;
+	int who;
+
+	(void)st;
+	h->left = SLICES;
+	h->slice_ns = 20 * 1000;
+	vrt_task_ref(&h->t);
+	assert_int_equal(vrt_spawn(rt, &h->t), 0);
+	/* The spawn's own wake-ups (the last searcher wakes a sibling) were
+	 * issued before the job's first slice; they are counted once the
+	 * other worker parks again (it wakes every park_timeout_ms while
+	 * this one is awake). */
+	wait_until(&h->done, WARM);
+	for (who = 0; who < 2; who++) {
+		struct vrt_worker_stats ws[2];
+
+		vrt_stats_snapshot(rt, NULL, ws, 2);
+		if (ws[who].resumes > 0)
+			break;
+	}
+	assert_true(who < 2);
+	wait_new_park(rt, 1 - who);
+	sums(rt, &y0, &f0, &r0);
+	vrt_task_join_wait(&h->t);
+	sums(rt, &y1, &f1, &r1);
+	print_message("# %d slices: %lu yields, %lu futile wake-ups, %lu run on at once\n",
+		      SLICES, (unsigned long)(y1 - y0), (unsigned long)(f1 - f0),
+		      (unsigned long)(r1 - r0));
+	assert_int_equal(y1 - y0, 0);
+	assert_int_equal(f1 - f0, 0);
+	assert_true(r1 - r0 > 0);
+	vrt_task_unref(&h->t);
+	vrt_free(rt);
+}
+
+/* A light task: records how many slices the heavy one had completed. */
+static enum vrt_poll fn_light(struct pt *x)
+{
+	atomic_store_explicit(&x->seen, atomic_load_explicit(&x->other->done, memory_order_acquire),
+			      memory_order_release);
+	return VRT_READY;
+}
+
+/* A sliced job that spawns a light task (LIFO slot) at its 10th slice and
+ * checks at its 11th that the light one ran. */
+static enum vrt_poll fn_sliced_spawner(struct pt *x)
+{
+	int d = atomic_load_explicit(&x->done, memory_order_relaxed);
+
+	if (d == 10) {
+		struct pt *l = pt_new(fn_light, x->rt);
+
+		l->other = x;
+		atomic_init(&l->seen, -1);
+		x->other = l;
+		vrt_task_ref(&l->t);
+		assert_int_equal(vrt_spawn(x->rt, &l->t), 0);
+	}
+	if (d == 11)
+		atomic_store_explicit(&x->seen, atomic_load_explicit(&x->other->seen, memory_order_acquire),
+				      memory_order_release);
+	return fn_sliced(x);
+}
+
+/* One worker: a light task queued behind a long sliced job (spawned by
+ * another thread, through the injection queue, or by the job itself, in
+ * the LIFO slot) runs before the job's next slice. */
+static void test_light_before_next_slice(void **st)
+{
+	struct vrt *rt = mkrt(1, NULL);
+	struct pt *h = pt_new(fn_sliced, rt);
+	struct pt *h2 = pt_new(fn_sliced_spawner, rt);
+
+	(void)st;
+	h->left = 1000000;
+	h->slice_ns = 20 * 1000;
+	vrt_task_ref(&h->t);
+	assert_int_equal(vrt_spawn(rt, &h->t), 0);
+	wait_until(&h->done, 20);
+	for (int i = 0; i < 20; i++) {
+		struct pt *l = pt_new(fn_light, rt);
+		int after;
+
+		l->other = h;
+		atomic_init(&l->seen, -1);
+		vrt_task_ref(&l->t);
+		assert_int_equal(vrt_spawn(rt, &l->t), 0);
+		/* Slices completed when the spawn had returned: the light
+		 * task runs at the end of the slice in progress, so it sees
+		 * at most one more. */
+		after = atomic_load_explicit(&h->done, memory_order_acquire);
+		vrt_task_join_wait(&l->t);
+		assert_true(atomic_load(&l->seen) >= 0);
+		assert_true(atomic_load(&l->seen) <= after + 1);
+		vrt_task_unref(&l->t);
+	}
+	atomic_store(&h->stop, 1);
+	vrt_task_join_wait(&h->t);
+	vrt_task_unref(&h->t);
+	vrt_free(rt);
+
+	rt = mkrt(1, NULL);
+	h2->rt = rt;
+	h2->left = 30;
+	h2->slice_ns = 20 * 1000;
+	atomic_init(&h2->seen, -2);
+	vrt_task_ref(&h2->t);
+	assert_int_equal(vrt_spawn(rt, &h2->t), 0);
+	vrt_task_join_wait(&h2->t);
+	/* At its 11th slice the light task had run, after the 10th. */
+	assert_int_equal(atomic_load(&h2->seen), 11);
+	vrt_task_unref(&h2->other->t);
+	vrt_task_unref(&h2->t);
+	vrt_free(rt);
+}
+
+/* The flood: FLOOD_CHAINS chains of fresh tasks, each spawning the next,
+ * until `flood_left` runs out: fresh work is always queued. */
+#define FLOOD_CHAINS 4
+static _Atomic int flood_left;
+
+static enum vrt_poll fn_flood(struct pt *x)
+{
+	if (atomic_fetch_sub_explicit(&flood_left, 1, memory_order_relaxed) > 0)
+		assert_int_equal(vrt_spawn_detached(x->rt, &pt_new(fn_flood, x->rt)->t), 0);
+	return VRT_READY;
+}
+
+/* One worker: a continuation that keeps yielding finishes while a flood of
+ * fresh tasks (always some queued ahead of it) is still running. */
+static void test_continuation_under_flood(void **st)
+{
+	enum { SLICES = 300, FLOOD = 200000 };
+	struct vrt *rt = mkrt(1, NULL);
+	struct pt *c = pt_new(fn_sliced, rt);
+	int left_at_end;
+
+	(void)st;
+	atomic_store(&flood_left, FLOOD);
+	c->left = SLICES;
+	c->slice_ns = 0;
+	for (int i = 0; i < FLOOD_CHAINS; i++)
+		assert_int_equal(vrt_spawn_detached(rt, &pt_new(fn_flood, rt)->t), 0);
+	vrt_task_ref(&c->t);
+	assert_int_equal(vrt_spawn(rt, &c->t), 0);
+	vrt_task_join_wait(&c->t);
+	left_at_end = atomic_load(&flood_left);
+	print_message("# continuation of %d slices done with %d of %d flood tasks left\n",
+		      SLICES, left_at_end, FLOOD);
+	assert_true(left_at_end > 0);
+	vrt_task_unref(&c->t);
+	atomic_store(&flood_left, 0);
+	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
+	vrt_free(rt);
+}
+
+/*
+ * A driver of the runtime's park seam with one event source: the test
+ * thread sets `ready`, and the driver's poll wakes the waiting task. The
+ * runtime calls poll from its I/O phase only, so the slices between the
+ * event and the waiter's poll count how long completions wait on a busy
+ * worker.
+ */
+struct fake_drv {
+	struct vb_event ev;
+	_Atomic int ready;
+	_Atomic(struct vrt_task *) waiter;
+	_Atomic uint64_t polls;
+};
+static struct fake_drv drv;
+
+/* Run the ready event: wake its task. */
+static void fd_reap(void)
+{
+	atomic_fetch_add(&drv.polls, 1);
+	if (atomic_exchange(&drv.ready, 0)) {
+		struct vrt_task *t = atomic_exchange(&drv.waiter, NULL);
+		if (t) {
+			vrt_task_wake(t);
+			vrt_task_unref(t);
+		}
+	}
+}
+
+static void fd_park(void *ctx, unsigned w, int64_t timeout_ns)
+{
+	(void)ctx;
+	(void)w;
+	vb_event_wait(&drv.ev, timeout_ns);
+	fd_reap(); /* the driver's events are reaped as a park ends (as vio's) */
+}
+
+static void fd_unpark(void *ctx, unsigned w)
+{
+	(void)ctx;
+	(void)w;
+	vb_event_set(&drv.ev);
+}
+
+static void fd_poll(void *ctx, unsigned w)
+{
+	(void)ctx;
+	(void)w;
+	fd_reap();
+}
+
+static const struct vrt_park_ops fake_ops = {
+	.park = fd_park, .unpark = fd_unpark, .poll = fd_poll,
+};
+
+static void tweak_fake(struct vrt_config *c)
+{
+	c->park_ops = &fake_ops;
+	c->park_ctx = NULL;
+	/* io_poll_interval stays the schema's (61 polls): the bound comes
+	 * from io_reap_us (100 us) at slice boundaries. */
+}
+
+/* Waits for the driver's event; then records the heavy job's slices. */
+static enum vrt_poll fn_waiter(struct pt *x)
+{
+	if (atomic_load_explicit(&x->seen, memory_order_relaxed) == -2) {
+		atomic_store_explicit(&x->seen, -1, memory_order_relaxed);
+		vrt_task_ref(&x->t);
+		atomic_store(&drv.waiter, &x->t);
+		return VRT_PENDING;
+	}
+	return fn_light(x);
+}
+
+/* One worker running 50 us slices back to back: an event its driver has
+ * ready is reaped within io_reap_us (100 us) of slice time, so the task it
+ * wakes runs within 100/50 + 1 slices (plus the slice in progress when the
+ * event came). With reaping by count only it waited io_poll_interval (61)
+ * polls. */
+static void test_reap_by_slice_time(void **st)
+{
+	enum { ROUNDS = 20 };
+	struct vrt *rt;
+	struct pt *h;
+	int worst = 0;
+
+	(void)st;
+	memset(&drv, 0, sizeof(drv));
+	vb_event_init(&drv.ev);
+	rt = mkrt(1, tweak_fake);
+	h = pt_new(fn_sliced, rt);
+	h->left = 1000000000;
+	h->slice_ns = 50 * 1000;
+	vrt_task_ref(&h->t);
+	assert_int_equal(vrt_spawn(rt, &h->t), 0);
+	wait_until(&h->done, 5);
+	for (int i = 0; i < ROUNDS; i++) {
+		struct pt *wt = pt_new(fn_waiter, rt);
+		int before, d;
+
+		wt->other = h;
+		atomic_init(&wt->seen, -2);
+		vrt_task_ref(&wt->t);
+		assert_int_equal(vrt_spawn(rt, &wt->t), 0);
+		while (atomic_load(&drv.waiter) == NULL)
+			usleep(50);
+		wait_until(&h->done, atomic_load(&h->done) + 3);
+		before = atomic_load_explicit(&h->done, memory_order_acquire);
+		atomic_store(&drv.ready, 1);
+		vrt_task_join_wait(&wt->t);
+		d = atomic_load(&wt->seen) - before;
+		if (d > worst)
+			worst = d;
+		vrt_task_unref(&wt->t);
+	}
+	print_message("# event to its task: at most %d slices of 50 us (io_reap_us 100)\n", worst);
+	/* Seen after the set: the slice in progress, then at most two more
+	 * until 100 us of slices passed since the last reap. */
+	assert_true(worst <= 3);
+	atomic_store(&h->stop, 1);
+	vrt_task_join_wait(&h->t);
+	vrt_task_unref(&h->t);
+	vrt_free(rt);
+}
+
+/* ------------------------------------------------------------------------ */
+
+static _Atomic int kids_ran;
+
+static enum vrt_poll fn_kid(struct pt *x)
+{
+	(void)x;
+	atomic_fetch_add(&kids_ran, 1);
+	return VRT_READY;
+}
+
+/* Spawns 2 children on its own worker (the LIFO slot, and the ring: one
+ * task there wakes nobody, by the wake rule), then stays in this one poll
+ * until the ring's child ran elsewhere (or a hang). */
+static enum vrt_poll fn_long_parent(struct pt *x)
+{
+	int64_t t0;
+
+	usleep(20 * 1000); /* the sibling woken by our spawn sleeps again */
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(vrt_spawn_detached(x->rt, &pt_new(fn_kid, x->rt)->t), 0);
+	t0 = vb_now_ns();
+	while (atomic_load(&kids_ran) < 1 && vb_now_ns() - t0 < 5 * 1000000000LL)
+		usleep(100);
+	atomic_store_explicit(&x->seen, atomic_load(&kids_ran), memory_order_release);
+	return VRT_READY;
+}
+
+static void tweak_no_monitor(struct vrt_config *c)
+{
+	c->stall_warn_ms = 0; /* no rescue by the stall monitor */
+}
+
+/* Review N3: with no stall monitor, tasks queued behind a sibling's long
+ * poll were never stolen (the idle sibling slept without a bound). Now a
+ * worker sleeps at most park_timeout_ms while another is awake: the ring's
+ * children run during the parent's poll. */
+static void test_queued_behind_long_poll(void **st)
+{
+	struct vrt *rt = mkrt(2, tweak_no_monitor);
+	struct pt *p = pt_new(fn_long_parent, rt);
+
+	(void)st;
+	atomic_store(&kids_ran, 0);
+	wait_parked(rt, 0);
+	wait_parked(rt, 1);
+	atomic_init(&p->seen, -1);
+	vrt_task_ref(&p->t);
+	assert_int_equal(vrt_spawn(rt, &p->t), 0);
+	vrt_task_join_wait(&p->t);
+	assert_true(atomic_load(&p->seen) >= 1);
+	vrt_task_unref(&p->t);
+	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
+	vrt_free(rt);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lone_slices_back_to_back),
+		cmocka_unit_test(test_light_before_next_slice),
+		cmocka_unit_test(test_continuation_under_flood),
+		cmocka_unit_test(test_reap_by_slice_time),
+		cmocka_unit_test(test_queued_behind_long_poll),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
