@@ -399,43 +399,10 @@ void vio_free(struct vio *io)
 	free(io);
 }
 
-#define W(field, kind, help) VB_METRIC(struct vio_worker_stats, field, kind, "", help)
-const struct vb_metric vio_worker_metrics[] = {
-	W(submitted, VB_METRIC_COUNTER, "kernel requests (io_uring SQEs, libev watcher starts)"),
-	W(completed, VB_METRIC_COUNTER, "operations finished"),
-	W(immediate, VB_METRIC_COUNTER, "libev: operations finished without waiting"),
-	W(cancels, VB_METRIC_COUNTER, "cancellations issued"),
-	W(recv_multishot_arms, VB_METRIC_COUNTER, "multishot receives armed"),
-	W(recv_enobufs, VB_METRIC_COUNTER, "multishot receives ended for want of provided buffers"),
-	W(recv_plain, VB_METRIC_COUNTER, "plain (single-shot) receives"),
-	W(eagain_retries, VB_METRIC_COUNTER, "io_uring receives and sends the kernel ended with EAGAIN, issued again"),
-	VB_METRIC_AS(struct vio_worker_stats, recv_bytes, "bytes_in", VB_METRIC_COUNTER, "bytes",
-		     "bytes received"),
-	VB_METRIC_AS(struct vio_worker_stats, send_bytes, "bytes_out", VB_METRIC_COUNTER, "bytes",
-		     "bytes sent"),
-	W(send_partial, VB_METRIC_COUNTER, "sends the kernel took only in part"),
-	W(rx_copies, VB_METRIC_COUNTER, "received buffers copied to the heap while half the provided buffers were out"),
-	W(rx_copy_refused, VB_METRIC_COUNTER, "such copies not made because the heap budget (max_inflight_bytes) was reached"),
-	W(accepts, VB_METRIC_COUNTER, "connections accepted"),
-	W(accept_pauses, VB_METRIC_COUNTER, "listener pauses for want of file descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM)"),
-	W(accept_errors, VB_METRIC_COUNTER, "listener pauses after any other accept error"),
-	W(accept_rearms, VB_METRIC_COUNTER, "accepts armed again"),
-	W(timers_fired, VB_METRIC_COUNTER, "timers that expired"),
-	W(parks, VB_METRIC_COUNTER, "times the worker slept in the driver"),
-	W(park_wakeups_io, VB_METRIC_COUNTER, "driver sleeps ended by an I/O completion"),
-	W(sq_full, VB_METRIC_COUNTER, "times the submission queue was full"),
-	W(cq_overflow, VB_METRIC_COUNTER, "completion queue overflows"),
-	W(flushes, VB_METRIC_COUNTER, "submissions made right after a task poll (16 queued, or one 200 us old)"),
-	W(migrations, VB_METRIC_COUNTER, "connection operations issued on another worker than the previous one"),
-	W(enters, VB_METRIC_COUNTER, "io_uring_enter system calls (submissions, waits, completion runs)"),
-	W(reaps, VB_METRIC_COUNTER, "io_uring: reaps that found completions (reap_cqes / reaps: completions per reap)"),
-	W(reap_cqes, VB_METRIC_COUNTER, "io_uring: completions those reaps dispatched"),
-	W(quiet_wait_short, VB_METRIC_COUNTER, "park waits past quiet sends that ended with fewer completions than asked (the 1 ms bound: a peer slower than that, or the park's timeout)"),
-	W(timers_armed, VB_METRIC_GAUGE, "timers armed on this worker now"),
-	W(bufs_out, VB_METRIC_GAUGE, "provided buffers held by connections now"),
-};
+#define ROW(...) VB_METRIC_ROW(struct vio_worker_stats, __VA_ARGS__)
+const struct vb_metric vio_worker_metrics[] = { VIO_WORKER_METRICS(ROW) };
 const size_t vio_worker_metrics_n = VB_ARRAY_SIZE(vio_worker_metrics);
-#undef W
+#undef ROW
 
 const char *vio_hist_name(enum vio_hist_kind k)
 {
@@ -469,11 +436,11 @@ unsigned vio_stats_snapshot(struct vio *io, struct vio_worker_stats *per_worker,
 		struct vio_worker *w = &io->w[i];
 		struct vio_worker_stats *o = &per_worker[i];
 
-		memset(o, 0, sizeof(*o));
-#define VIO_STAT_COPY(name) o->name = atomic_load_explicit(&w->st.name, memory_order_relaxed);
-		VIO_STATS_U64(VIO_STAT_COPY)
-#undef VIO_STAT_COPY
-		o->bufs_out = atomic_load_explicit(&w->st.bufs_out, memory_order_relaxed);
+		/* Relaxed: single-writer statistics, each a snapshot on its own. */
+#define COPY(field, kind, ...) \
+	VB_METRIC_IF_SLOT(kind, o->field = atomic_load_explicit(&w->st.field, memory_order_relaxed);)
+		VIO_WORKER_METRICS(COPY)
+#undef COPY
 		pthread_mutex_lock(&w->heap.mu);
 		o->timers_armed = w->heap.n;
 		pthread_mutex_unlock(&w->heap.mu);

@@ -219,20 +219,9 @@ extern uint32_t vio__uring_test_eagain_permille;
 /* --------------------------------------------------------------- worker */
 
 /* Counters written only by the owning worker (relaxed single-writer adds),
- * read by vio_stats_snapshot. The names are those of vio_worker_stats. */
-#define VIO_STATS_U64(X) \
-	X(submitted) X(completed) X(immediate) X(cancels) \
-	X(recv_multishot_arms) X(recv_enobufs) X(recv_plain) X(eagain_retries) \
-	X(recv_bytes) X(send_bytes) X(send_partial) X(rx_copies) X(rx_copy_refused) \
-	X(accepts) X(accept_pauses) X(accept_errors) X(accept_rearms) X(timers_fired) \
-	X(parks) X(park_wakeups_io) X(sq_full) X(cq_overflow) X(flushes) \
-	X(migrations) X(enters) X(quiet_wait_short) X(reaps) X(reap_cqes)
-
+ * read by vio_stats_snapshot: the slots of VIO_WORKER_METRICS (io.h). */
 struct vio_wstats {
-#define VIO_STAT_FIELD(name) _Atomic uint64_t name;
-	VIO_STATS_U64(VIO_STAT_FIELD)
-#undef VIO_STAT_FIELD
-	_Atomic uint32_t bufs_out;
+	VIO_WORKER_METRICS(VB_METRIC_SLOT)
 };
 
 /* Single writer: a relaxed load + store is enough (readers tolerate a stale

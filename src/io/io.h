@@ -279,26 +279,50 @@ void vio_conn_abandon(struct vio_conn *c);
 
 /* ---------------------------------------------------------------- stats */
 
-/* Every field is a uint64_t described by a row of vio_worker_metrics (driver.c). */
+/* Per worker, one line per field: X(field, kind, unit, help[, name])
+ * (base/metric.h). A slot kind (COUNTER, GAUGE) is an atomic of that name
+ * in the worker's block (io/internal.h), bumped by its owner with
+ * VIO_STAT_INC / VIO_STAT_ADD and copied by vio_stats_snapshot. */
+#define VIO_WORKER_METRICS(X) \
+	X(submitted, COUNTER, "", "kernel requests (io_uring SQEs, libev watcher starts)") \
+	X(completed, COUNTER, "", "operations finished") \
+	X(immediate, COUNTER, "", "libev: operations finished without waiting") \
+	X(cancels, COUNTER, "", "cancellations issued") \
+	X(recv_multishot_arms, COUNTER, "", "multishot receives armed") \
+	X(recv_enobufs, COUNTER, "", "multishot receives ended for want of provided buffers") \
+	X(recv_plain, COUNTER, "", "plain (single-shot) receives") \
+	X(eagain_retries, COUNTER, "", \
+	  "io_uring receives and sends the kernel ended with EAGAIN, issued again") \
+	X(recv_bytes, COUNTER, "bytes", "bytes received", "bytes_in") \
+	X(send_bytes, COUNTER, "bytes", "bytes sent", "bytes_out") \
+	X(send_partial, COUNTER, "", "sends the kernel took only in part") \
+	X(rx_copies, COUNTER, "", \
+	  "received buffers copied to the heap while half the provided buffers were out") \
+	X(rx_copy_refused, COUNTER, "", \
+	  "such copies not made because the heap budget (max_inflight_bytes) was reached") \
+	X(accepts, COUNTER, "", "connections accepted") \
+	X(accept_pauses, COUNTER, "", \
+	  "listener pauses for want of file descriptors or memory (EMFILE, ENFILE, ENOBUFS, ENOMEM)") \
+	X(accept_errors, COUNTER, "", "listener pauses after any other accept error") \
+	X(accept_rearms, COUNTER, "", "accepts armed again") \
+	X(timers_fired, COUNTER, "", "timers that expired") \
+	X(parks, COUNTER, "", "times the worker slept in the driver") \
+	X(park_wakeups_io, COUNTER, "", "driver sleeps ended by an I/O completion") \
+	X(sq_full, COUNTER, "", "times the submission queue was full") \
+	X(cq_overflow, COUNTER, "", "completion queue overflows") \
+	X(flushes, COUNTER, "", "submissions made right after a task poll (16 queued, or one 200 us old)") \
+	X(migrations, COUNTER, "", "connection operations issued on another worker than the previous one") \
+	X(enters, COUNTER, "", "io_uring_enter system calls (submissions, waits, completion runs)") \
+	X(reaps, COUNTER, "", \
+	  "io_uring: reaps that found completions (reap_cqes / reaps: completions per reap)") \
+	X(reap_cqes, COUNTER, "", "io_uring: completions those reaps dispatched") \
+	X(quiet_wait_short, COUNTER, "", \
+	  "park waits past quiet sends that ended with fewer completions than asked (the 1 ms bound: a peer slower than that, or the park's timeout)") \
+	X(timers_armed, GAUGE_SNAP, "", "timers armed on this worker now") \
+	X(bufs_out, GAUGE, "", "provided buffers held by connections now")
+
 struct vio_worker_stats {
-	uint64_t submitted;        /* kernel requests (uring SQEs / ev_io starts) */
-	uint64_t completed;        /* operations finished by the worker */
-	uint64_t immediate;        /* libev: finished without waiting */
-	uint64_t cancels;          /* cancellations issued */
-	uint64_t recv_multishot_arms, recv_enobufs, recv_plain, eagain_retries;
-	uint64_t recv_bytes, send_bytes, send_partial;
-	uint64_t rx_copies, rx_copy_refused; /* fair-share heap copies made / refused (budget) */
-	uint64_t accepts, accept_pauses, accept_errors, accept_rearms;
-	uint64_t timers_fired;
-	uint64_t parks, park_wakeups_io;
-	uint64_t sq_full, cq_overflow;
-	uint64_t flushes;          /* io_uring: submissions made after a task poll (not at a poll or park) */
-	uint64_t migrations;       /* connection operations issued on another worker than the previous one */
-	uint64_t enters;           /* io_uring: io_uring_enter calls (libev: 0) */
-	uint64_t quiet_wait_short; /* io_uring: park waits past quiet sends that ended short of their count */
-	uint64_t reaps, reap_cqes;  /* io_uring: reaps that found completions, and the CQEs they dispatched */
-	uint64_t timers_armed;     /* entries in this worker's timer heap */
-	uint64_t bufs_out;         /* provided buffers currently held by connections */
+	VIO_WORKER_METRICS(VB_METRIC_FIELD)
 };
 extern const struct vb_metric vio_worker_metrics[];
 extern const size_t vio_worker_metrics_n;
