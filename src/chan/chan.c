@@ -334,22 +334,10 @@ size_t vch_len(const struct vch *ch)
 	return (size_t)d / VCH_POS_STEP;
 }
 
-#define C(field, kind, help) VB_METRIC(struct vch_stats, field, kind, "", help)
-const struct vb_metric vch_metrics[] = {
-	C(capacity, VB_METRIC_GAUGE, "values the channel holds at most"),
-	C(len, VB_METRIC_GAUGE, "values queued now"),
-	C(sends, VB_METRIC_COUNTER, "values sent"),
-	C(recvs, VB_METRIC_COUNTER, "values received"),
-	C(full_events, VB_METRIC_COUNTER, "send operations that found the channel full"),
-	C(empty_events, VB_METRIC_COUNTER, "receive operations that found the channel empty"),
-	C(send_waits, VB_METRIC_COUNTER, "times a sender waited for room"),
-	C(recv_waits, VB_METRIC_COUNTER, "times a receiver waited for a value"),
-	C(send_spins, VB_METRIC_COUNTER, "blocked thread sends that found room while spinning (no sleep)"),
-	C(recv_spins, VB_METRIC_COUNTER, "blocked thread receives that found a value while spinning (no sleep)"),
-	C(closed, VB_METRIC_GAUGE, "1 once the channel is closed"),
-};
+#define ROW(...) VB_METRIC_ROW(struct vch_stats, __VA_ARGS__)
+const struct vb_metric vch_metrics[] = { VCH_METRICS(ROW) };
 const size_t vch_metrics_n = VB_ARRAY_SIZE(vch_metrics);
-#undef C
+#undef ROW
 
 void vch_stats_get(const struct vch *ch, struct vch_stats *out)
 {
@@ -358,7 +346,6 @@ void vch_stats_get(const struct vch *ch, struct vch_stats *out)
 	uint64_t head = atomic_load_explicit(&c->head, memory_order_relaxed);
 	uint64_t tail = atomic_load_explicit(&c->tail, memory_order_relaxed);
 
-	memset(out, 0, sizeof(*out));
 	out->capacity = vch_capacity(ch);
 	out->len = vch_len(ch);
 	out->closed = (tail & VCH_CLOSED_BIT) != 0;

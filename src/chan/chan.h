@@ -158,16 +158,25 @@ void vch_waiter_cancel(struct vch_waiter *w);
  *   send_spins / recv_spins: blocking sends / receives (threads) that found
  *   the channel full / empty and completed while spinning or yielding,
  *   without registering. closed: 1 once closed.
- * Every field is a uint64_t described by a row of vch_metrics (chan.c).
+ * One line per field: X(field, kind, unit, help[, name]) (base/metric.h).
+ * Every value is computed by vch_stats_get (_SNAP): most come from the ring
+ * positions, the others are the sum of a side's counters (chan/internal.h).
  */
+#define VCH_METRICS(X) \
+	X(capacity, GAUGE_SNAP, "", "values the channel holds at most") \
+	X(len, GAUGE_SNAP, "", "values queued now") \
+	X(sends, COUNTER_SNAP, "", "values sent") \
+	X(recvs, COUNTER_SNAP, "", "values received") \
+	X(full_events, COUNTER_SNAP, "", "send operations that found the channel full") \
+	X(empty_events, COUNTER_SNAP, "", "receive operations that found the channel empty") \
+	X(send_waits, COUNTER_SNAP, "", "times a sender waited for room") \
+	X(recv_waits, COUNTER_SNAP, "", "times a receiver waited for a value") \
+	X(send_spins, COUNTER_SNAP, "", "blocked thread sends that found room while spinning (no sleep)") \
+	X(recv_spins, COUNTER_SNAP, "", "blocked thread receives that found a value while spinning (no sleep)") \
+	X(closed, GAUGE_SNAP, "", "1 once the channel is closed")
+
 struct vch_stats {
-	uint64_t capacity;
-	uint64_t len;
-	uint64_t sends, recvs;
-	uint64_t full_events, empty_events;
-	uint64_t send_waits, recv_waits;
-	uint64_t send_spins, recv_spins;
-	uint64_t closed;
+	VCH_METRICS(VB_METRIC_FIELD)
 };
 extern const struct vb_metric vch_metrics[];
 extern const size_t vch_metrics_n;
