@@ -191,6 +191,15 @@ static void po_poll(void *ctx, unsigned id)
 	io->be->poll(w);
 }
 
+static void po_poll_park(void *ctx, unsigned id)
+{
+	struct vio *io = ctx;
+	struct vio_worker *w = &io->w[id];
+
+	service(w);
+	(io->be->poll_park ? io->be->poll_park : io->be->poll)(w);
+}
+
 static void po_flush(void *ctx, unsigned id)
 {
 	struct vio *io = ctx;
@@ -206,6 +215,7 @@ static const struct vrt_park_ops park_ops = {
 	.unpark = po_unpark,
 	.poll = po_poll,
 	.flush = po_flush,
+	.poll_park = po_poll_park,
 };
 
 void vio_park_ops(struct vio *io, const struct vrt_park_ops **ops, void **ctx)

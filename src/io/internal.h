@@ -182,6 +182,9 @@ struct vio_backend_ops {
 	void (*wait)(struct vio_worker *w, int64_t timeout_ns);
 	/* Owner: submit what is queued and process ready events; never blocks. */
 	void (*poll)(struct vio_worker *w);
+	/* Owner: poll before a park: may leave what is queued to wait() or
+	 * the next flush (NULL: poll). */
+	void (*poll_park)(struct vio_worker *w);
 	/* Owner, after every task poll, never blocks: submit what is queued
 	 * if it waited long enough (NULL: the backend has nothing queued). */
 	void (*flush)(struct vio_worker *w);

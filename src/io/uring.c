@@ -781,13 +781,9 @@ static void cq_lag(struct vio_worker *w)
 		vb_hist_record_owner(&w->hist[VIO_HIST_CQ_LAG], (uint64_t)(now - last));
 }
 
-/*
- * A poll enters the kernel only when it holds completions for us (deferred
- * task work, an overflowed CQ); SQEs alone stay queued, marked due: the
- * runtime follows a poll with a task poll, after which the flush submits
- * them, or with a park, whose wait submits them in the same enter that
- * sleeps. So a park costs one io_uring_enter, not two (issue 20 item 1).
- */
+/* A poll while the worker is busy: one enter submits what is queued and
+ * collects what the kernel holds for us (deferred task work, an overflowed
+ * CQ); none when there is neither. */
 static void ur_poll(struct vio_worker *w)
 {
 	struct vio_uring_w *uw = uw_of(w);
@@ -798,7 +794,31 @@ static void ur_poll(struct vio_worker *w)
 	if (f & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) {
 		cq_lag(w);
 		ring_enter(w, true, 0, IORING_ENTER_GETEVENTS, NULL, NULL);
-	} else if (io_uring_sq_ready(&uw->ring))
+	} else if (io_uring_sq_ready(&uw->ring)) {
+		ring_enter(w, true, 0, IORING_ENTER_GETEVENTS, NULL, NULL);
+	}
+	if (io_uring_cq_ready(&uw->ring) || uw->stash_head != uw->stash_tail)
+		reap(w);
+}
+
+/*
+ * The poll before a park enters the kernel only when it holds completions
+ * for us; SQEs alone stay queued, marked due: the park's wait submits them
+ * in the enter that sleeps, so a park costs one io_uring_enter, not two
+ * (issue 20 item 1). If the worker finds work instead, the flush after its
+ * next task poll submits them (so does a park the runtime aborts for work
+ * that appeared meanwhile: one task poll later).
+ */
+static void ur_poll_park(struct vio_worker *w)
+{
+	struct vio_uring_w *uw = uw_of(w);
+	unsigned f = IO_URING_READ_ONCE(*uw->ring.sq.kflags);
+
+	if (f & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) {
+		ur_poll(w);
+		return;
+	}
+	if (io_uring_sq_ready(&uw->ring))
 		uw->submit_due = true;
 	if (io_uring_cq_ready(&uw->ring) || uw->stash_head != uw->stash_tail)
 		reap(w);
@@ -806,7 +826,7 @@ static void ur_poll(struct vio_worker *w)
 
 /* Submissions do not wait for the next poll or park (up to io_poll_interval
  * task polls, milliseconds): after a task poll, 16 queued SQEs, one that
- * waited 200 us, or those a poll left due go to the kernel (no completions
+ * waited 200 us, or those a park's poll left due go to the kernel (no completions
  * are reaped here; the next poll does that). */
 #define FLUSH_BATCH 16
 #define FLUSH_WAIT_NS (200 * 1000)
@@ -1025,6 +1045,7 @@ const struct vio_backend_ops vio__uring_ops = {
 	.worker_stop = ur_worker_stop,
 	.wait = ur_wait,
 	.poll = ur_poll,
+	.poll_park = ur_poll_park,
 	.kick = ur_kick,
 	.flush = ur_flush,
 	.try_now = NULL,

@@ -293,7 +293,7 @@ static void park(struct vrt_worker *w)
 		last = vrt__idle_searching(prev) == 1;
 	}
 	if (rt->ops->poll) {
-		rt->ops->poll(rt->park_ctx, w->id);
+		(rt->ops->poll_park ? rt->ops->poll_park : rt->ops->poll)(rt->park_ctx, w->id);
 		io_ran(w, vb_now_ns());
 		if (vrt__local_has_work(w)) {
 			after_driver(w, last);

@@ -193,6 +193,12 @@ struct vrt_park_ops {
 	 * driver's rule; io_uring: 16 queued submissions or 200 us), so that
 	 * a send is not held until the next poll() or park. May be NULL. */
 	void (*flush)(void *ctx, unsigned worker);
+	/* Worker thread, never blocks: poll() as the first half of a park
+	 * (the park follows unless it or a re-check finds work). A driver may
+	 * leave what it has queued to the park, which hands it over and
+	 * sleeps in one call; when the worker runs a task instead, the flush
+	 * after it hands it over. May be NULL: poll() is called. */
+	void (*poll_park)(void *ctx, unsigned worker);
 };
 
 /* Bounds of struct vrt_config's fields, inclusive (a minimum not named is

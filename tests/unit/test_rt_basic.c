@@ -681,7 +681,7 @@ static void h_poll(void *ctx, unsigned w)
 	}
 }
 
-static const struct vrt_park_ops hook_ops = { h_start, h_stop, h_park, h_unpark, h_poll, NULL };
+static const struct vrt_park_ops hook_ops = { h_start, h_stop, h_park, h_unpark, h_poll, NULL, NULL };
 
 static void test_park_ops(void **st)
 {
