@@ -756,6 +756,95 @@ static void test_send_while_busy(void **state)
 	ct_finish(&h, t, fds[1]);
 }
 
+/* ------------------ completions reaped by slice time (issue 19) */
+
+/* One worker runs a job's 50 us slices back to back (nothing else waits,
+ * so they run on at once); a byte arrives for a receive pending on the same
+ * worker's driver. The worker reaps its driver at a slice boundary once
+ * io_reap_us (100 us) passed since the last time, so the reader runs within
+ * 3 slices of the byte being readable (counted in slices, not time); by
+ * io_poll_interval (61 polls) alone it waited ~60. */
+static _Atomic int slicer_done, slicer_stop;
+
+static enum vrt_poll slicer_poll(struct ioh_task *self)
+{
+	int64_t end = vb_now_ns() + 50 * 1000;
+
+	(void)self;
+	while (vb_now_ns() < end)
+		;
+	/* release: pairs with the acquire loads of the test and the reader. */
+	atomic_fetch_add_explicit(&slicer_done, 1, memory_order_release);
+	/* relaxed: a stop flag; the join orders what follows. */
+	return atomic_load_explicit(&slicer_stop, memory_order_relaxed) ? VRT_READY : VRT_YIELD;
+}
+
+static enum vrt_poll slice_reader_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
+
+	if (p == VRT_PENDING) {
+		/* [F1] release: pairs with wait_flag's acquire. */
+		atomic_store_explicit(&t->pending_seen, 1, memory_order_release);
+		return p;
+	}
+	if (p == VRT_READY) {
+		/* acquire: pairs with slicer_poll's release. */
+		t->t1 = atomic_load_explicit(&slicer_done, memory_order_acquire);
+		vio_conn_abandon(&t->c); /* the multishot receive stays armed */
+	}
+	return p;
+}
+
+static void test_reaped_by_slice_time(void **state)
+{
+	enum { ROUNDS = 10 };
+	struct ioh h;
+	struct vrt_config rc;
+	struct ct *sl;
+	int fds[2];
+	int64_t worst = 0;
+
+	(void)state;
+	tcfg_rt(&rc); /* io_poll_interval 61, io_reap_us 100 */
+	ioh_start(&h, 1, NULL, &rc);
+	atomic_store(&slicer_done, 0);
+	atomic_store(&slicer_stop, 0);
+	sl = ct_new(slicer_poll, -1);
+	ioh_spawn(&h, &sl->base, true);
+	for (int i = 0; i < ROUNDS; i++) {
+		struct pollfd pfd;
+		struct ct *t;
+		int before;
+
+		assert_int_equal(ioh_tcp_pair(fds), 0);
+		t = ct_new(slice_reader_poll, fds[0]);
+		ioh_spawn(&h, &t->base, true);
+		wait_flag(&t->pending_seen);
+		assert_int_equal(send(fds[1], "x", 1, 0), 1);
+		/* Readable (the kernel woke the socket's waiters, the driver's
+		 * among them) before the count starts. */
+		pfd.fd = fds[0];
+		pfd.events = POLLIN;
+		assert_int_equal(poll(&pfd, 1, 10000), 1);
+		before = atomic_load_explicit(&slicer_done, memory_order_acquire);
+		ct_join(t);
+		assert_int_equal(t->res, 1);
+		if (t->t1 - before > worst)
+			worst = t->t1 - before;
+		vrt_task_unref(&t->base.t);
+		close(fds[1]);
+	}
+	print_message("# byte readable to its reader: at most %ld slices of 50 us (io_reap_us 100)\n",
+		      (long)worst);
+	assert_true(worst <= 3);
+	atomic_store(&slicer_stop, 1);
+	ct_join(sl);
+	vrt_task_unref(&sl->base.t);
+	ioh_stop(&h);
+}
+
 /* --------------------- a stalled reader while the peer floods it */
 
 static enum vrt_poll slow_reader_poll(struct ioh_task *self)
@@ -1077,6 +1166,7 @@ int main(void)
 		cmocka_unit_test(test_close_with_recv_pending),
 		cmocka_unit_test(test_abandon_during_close),
 		cmocka_unit_test(test_send_while_busy),
+		cmocka_unit_test(test_reaped_by_slice_time),
 		cmocka_unit_test(test_buf_return_to_parked_owner),
 		cmocka_unit_test(test_stalled_readers_bounded),
 		cmocka_unit_test(test_stalled_readers_small_budget),
