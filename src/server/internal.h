@@ -42,27 +42,21 @@
 
 /* ------------------------------------------------------------ counters */
 
-/* Internal counter, field of struct vsrv_stats it is summed into. A new
- * counter: one line here, its field in vsrv_stats and its row in
- * vsrv_metrics (server.c); vsrv_stats_snapshot copies by offset. */
-#define VSRV_COUNTERS(X) \
-	X(conns_accepted, conns_accepted) X(conns_closed, conns_closed) \
-	X(conns_refused, conns_refused) X(accept_pauses, accept_pauses) \
-	X(requests, requests) \
+/* The counters of a worker's block: the slots of VSRV_METRICS (server.h),
+ * then those of the labelled families, each with the element of struct
+ * vsrv_stats it is summed into. vsrv_stats_snapshot sums by offset. */
+#define VSRV_GROUP_COUNTERS(X) \
 	X(resp_1xx, responses[1]) X(resp_2xx, responses[2]) X(resp_3xx, responses[3]) \
 	X(resp_4xx, responses[4]) X(resp_5xx, responses[5]) \
-	X(continues, continues) X(requests_dropped, requests_dropped) \
-	X(results_dropped, results_dropped) X(shed, shed) \
-	X(timeouts_header, timeouts_header) X(timeouts_body, timeouts_body) \
-	X(timeouts_idle, timeouts_idle) X(timeouts_send, timeouts_send) \
-	X(client_resets, client_resets) X(bytes_in, bytes_in) X(bytes_out, bytes_out) \
-	X(budget_waits, budget_waits) X(budget_shed, budget_shed) \
 	X(stage_parse, in_flight[VSRV_STAGE_PARSE]) X(stage_exec, in_flight[VSRV_STAGE_EXEC]) \
 	X(stage_write, in_flight[VSRV_STAGE_WRITE]) X(stage_send, in_flight[VSRV_STAGE_SEND])
 
 enum vsrv_counter {
+#define VSRV_C_SLOT(field, kind, ...) VB_METRIC_IF_SLOT(kind, VSRV_C_##field,)
+	VSRV_METRICS(VSRV_C_SLOT)
+#undef VSRV_C_SLOT
 #define VSRV_C_ENUM(name, field) VSRV_C_##name,
-	VSRV_COUNTERS(VSRV_C_ENUM)
+	VSRV_GROUP_COUNTERS(VSRV_C_ENUM)
 #undef VSRV_C_ENUM
 	VSRV_C_COUNT
 };

@@ -155,45 +155,66 @@ enum vsrv_stage { VSRV_STAGE_PARSE, VSRV_STAGE_EXEC, VSRV_STAGE_WRITE, VSRV_STAG
 /* Job kinds with their own counters; index by enum vsrv_kind. */
 #define VSRV_KINDS_MAX 16
 
-/* Per kind; `count` is described by vsrv_kind_metrics (label kind = name);
- * the latency histogram is rendered on its own. */
+/* Per kind (label kind = name), one line per counter (base/metric.h); the
+ * latency histogram is rendered on its own. */
+#define VSRV_KIND_METRICS(X) \
+	X(count, COUNTER_SNAP, "", "responses sent for requests of this job kind", "kind_responses")
+
 struct vsrv_kind_stats {
 	const char *name;          /* "healthz", "echo", ... (static) */
-	uint64_t count;            /* responses sent for requests of this kind */
+	VSRV_KIND_METRICS(VB_METRIC_FIELD)
 	struct vb_hist_snap lat;   /* parse -> response sent, nanoseconds */
 };
 extern const struct vb_metric vsrv_kind_metrics[];
 extern const size_t vsrv_kind_metrics_n;
 
 /*
+ * The server's scalars, one line each: X(field, kind, unit, help[, name])
+ * (base/metric.h). A slot kind (COUNTER, GAUGE) is a counter of every
+ * worker's block (server/internal.h), bumped with VSRV_INC(srv, field) /
+ * VSRV_ADD(srv, field, n) and summed by vsrv_stats_snapshot; a _SNAP value
+ * is read there from the server itself.
+ */
+#define VSRV_METRICS(X) \
+	X(conns_open, GAUGE_SNAP, "", "client connections open now") \
+	X(conns_accepted, COUNTER, "", "client connections accepted") \
+	X(conns_closed, COUNTER, "", "client connections closed") \
+	X(conns_refused, COUNTER, "", "connections closed at once for want of memory") \
+	X(accept_pauses, COUNTER, "", "times accepting paused at max_connections") \
+	X(accept_paused, GAUGE_SNAP, "", "1 while accepting is paused") \
+	X(requests, COUNTER, "", "requests received (parsed, parse errors answered, 408s)") \
+	X(continues, COUNTER, "", "interim 100 Continue responses sent") \
+	X(requests_dropped, COUNTER, "", "requests whose connection closed before their response went out") \
+	X(results_dropped, COUNTER, "", "finished jobs whose connection was gone") \
+	X(shed, COUNTER, "", \
+	  "requests answered 503 at once because the jobs channel was full or max_inflight_bytes was reached") \
+	X(timeouts_header, COUNTER, "", "request heads not received in time (408)") \
+	X(timeouts_body, COUNTER, "", "request bodies not received in time (408)") \
+	X(timeouts_idle, COUNTER, "", "idle keep-alive connections closed") \
+	X(timeouts_send, COUNTER, "", "connections cut because a send took too long") \
+	X(client_resets, COUNTER, "", "connections ended by the peer mid-request or mid-response") \
+	X(bytes_in, COUNTER, "bytes", "bytes received from clients") \
+	X(bytes_out, COUNTER, "bytes", "bytes sent to clients") \
+	X(draining, GAUGE_SNAP, "", "1 while not ready (/readyz 503): drained by the control socket, or stopping") \
+	X(stopping, GAUGE_SNAP, "", "1 once the server stops (SIGTERM): drained for good") \
+	X(budget_waits, COUNTER, "", "times a connection stopped reading because max_inflight_bytes was reached") \
+	X(budget_shed, COUNTER, "", \
+	  "requests answered 503 at once because max_inflight_bytes was reached (also in shed)") \
+	X(inflight_bytes, GAUGE_SNAP, "bytes", \
+	  "request and reply body bytes, and received bytes copied for connections that do not read, held now (max_inflight_bytes)", \
+	  "inflight")
+
+/*
  * A snapshot; every field is read on its own (not one instant's cut), so
  * two related counters may disagree by what is in flight. Public fields.
- * Scalar fields are described by vsrv_metrics; responses, in_flight and the
- * channels by the labelled families of vsrv_metric_groups (labels code,
- * stage, channel); kinds[] by vsrv_kind_metrics (label kind).
+ * Scalar fields are VSRV_METRICS (table vsrv_metrics); responses, in_flight
+ * and the channels are described by the labelled families of
+ * vsrv_metric_groups (labels code, stage, channel); kinds[] by
+ * vsrv_kind_metrics (label kind).
  */
 struct vsrv_stats {
-	/* connections */
-	uint64_t conns_open, conns_accepted, conns_closed;
-	uint64_t conns_refused;     /* accepted then closed at once (no memory) */
-	uint64_t accept_pauses;     /* times accepting paused at max_connections */
-	uint64_t accept_paused;     /* 1: paused right now */
-	/* requests: received = parsed requests + parse errors answered + 408s */
-	uint64_t requests;
+	VSRV_METRICS(VB_METRIC_FIELD)
 	uint64_t responses[6];      /* by status class: [1] 1xx final never, [2] 2xx ... [5] 5xx */
-	uint64_t continues;         /* interim 100 Continue sent */
-	/* requests whose connection closed before their response went out */
-	uint64_t requests_dropped;
-	uint64_t results_dropped;   /* finished jobs whose connection was gone */
-	uint64_t shed;              /* 503 at once because jobs was full or over the budget */
-	uint64_t budget_waits;      /* times a connection stopped reading: over max_inflight_bytes */
-	uint64_t budget_shed;       /* 503 at once because over max_inflight_bytes (also in shed) */
-	uint64_t inflight_bytes;    /* body bytes held for requests and replies, and io's heap copies, now */
-	uint64_t timeouts_header, timeouts_body, timeouts_idle, timeouts_send;
-	uint64_t client_resets;     /* connections ended by the peer mid-request/response */
-	uint64_t bytes_in, bytes_out;
-	uint64_t draining;          /* 1 while not ready: drained (vsrv_set_ready) or stopping */
-	uint64_t stopping;          /* 1 from the moment vsrv_stop begins */
 	/* per stage: requests currently in that stage */
 	uint64_t in_flight[VSRV_STAGES];
 	/* channels (adjacent: vsrv_metric_groups walks them with one stride) */
