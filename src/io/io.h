@@ -310,7 +310,7 @@ void vio_conn_abandon(struct vio_conn *c);
 	X(park_wakeups_io, COUNTER, "", "driver sleeps ended by an I/O completion") \
 	X(sq_full, COUNTER, "", "times the submission queue was full") \
 	X(cq_overflow, COUNTER, "", "completion queue overflows") \
-	X(flushes, COUNTER, "", "submissions made right after a task poll (16 queued, or one 200 us old)") \
+	X(flushes, COUNTER, "", "submissions made right after a task poll (16 queued, one 200 us old, or left by a park step that found work)") \
 	X(migrations, COUNTER, "", "connection operations issued on another worker than the previous one") \
 	X(enters, COUNTER, "", "io_uring_enter system calls (submissions, waits, completion runs)") \
 	X(reaps, COUNTER, "", \
