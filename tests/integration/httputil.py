@@ -125,6 +125,14 @@ def voltd(daemon, backend):
 ASAN = "asan" in os.path.basename(os.path.normpath(os.environ.get("VOLTD_BUILDDIR", "")))
 
 
+def bound(test, name, value, op, target):
+    """A time, rate or byte figure: printed against its target, never
+    asserted (tests assert behaviour; load moves these). bench/bounds runs
+    the tests that print them and reports each line."""
+    print("bound: %s %s %s %s %s" % (test, name, ("%.4g" % value) if isinstance(value, float) else value,
+                                       op, target))
+
+
 def rss_kb(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:

@@ -13,7 +13,8 @@ import time
 
 import pytest
 
-from httputil import (ASAN, Reader, connect, fd_count, raise_nofile, raw_exchange, req_bytes,  # noqa: F401
+from ctlutil import ctl
+from httputil import (ASAN, Reader, bound, connect, fd_count, raise_nofile, raw_exchange, req_bytes,  # noqa: F401
                       reset, rss_kb, stop, voltd, backend)
 
 
@@ -33,8 +34,9 @@ def timed_request(port, target, timeout=30):
 def test_sleeper_flood_leaves_executors_free(voltd):
     """8 connections x 64 pipelined 6 s sleeps (max_pipeline each, 8 exec
     tasks with 2 workers): a light spin on a fresh connection is answered
-    at once, not after the sleeps (it waited ~5 s when an exec task held
-    at most 64 sleepers and then stopped taking jobs)."""
+    before any sleep ends, not after them (it waited ~5 s when an exec
+    task held at most 64 sleepers and then stopped taking jobs); how soon
+    is a bench figure."""
     d = voltd()
     conns = []
     for _ in range(8):
@@ -45,7 +47,11 @@ def test_sleeper_flood_leaves_executors_free(voltd):
     r, dt = timed_request(d.port, "/v1/spin?n=1000")
     assert r.status == 200, r
     print("light request under the sleeper flood: %.1f ms" % (dt * 1000))
-    assert dt < 2.5, "spin waited %.2f s behind the sleepers" % dt
+    bound("test_adversarial", "sleeper_flood_light_ms", dt * 1000, "<", 2500)
+    srv = ctl(d, "stats server")["server"]
+    # Every sleeper still asleep (6 s) and in flight: the light one did not
+    # wait behind them.
+    assert srv["responses"]["2xx"] <= 1 and srv["in_flight"]["exec"] == 8 * 64, srv
     for s in conns:
         reset(s)
     st = stop(d)
@@ -125,8 +131,9 @@ IDLE_CONNS = int(os.environ.get("VOLTD_IDLE_CONNS", "5000"))
 
 def test_idle_keepalive_connections_hold_no_buffers(voltd):
     """Keep-alive connections idle after one request each: the parser,
-    slots and batch go back when idle; RSS growth per connection <= 2 KB
-    (13.7 KB before). Measured as the slope between n/2 and n idle
+    slots and batch go back when idle. RSS growth per connection is a
+    bench figure (target 2 KB; 13.7 KB before), not asserted: it is
+    measured as the slope between n/2 and n idle
     connections, so that what is fixed (provided buffers, the per-worker
     caches filled by the first burst, malloc's arenas) does not count as
     a per-connection cost: with the growth from an empty server the figure
@@ -178,7 +185,7 @@ def test_idle_keepalive_connections_hold_no_buffers(voltd):
           "between %d and %d connections +%d KB: %.0f B per connection"
           % (n, r2 - base, (r2 - base) * 1024 / n, half, n, r2 - r1, per))
     if not ASAN:
-        assert per <= 2048, per
+        bound("test_adversarial", "idle_conn_rss_bytes", per, "<=", 2048)
     for s in conns:
         s.close()
     st = stop(d)
@@ -190,8 +197,9 @@ def test_idle_keepalive_connections_hold_no_buffers(voltd):
 def test_slow_readers_memory_bounded_and_returned(voltd):
     """200 clients POST 1 MiB to /v1/echo and never read: the in-flight
     budget bounds what the server holds (it stops reading), the waits are
-    counted, and after the clients reset RSS is back within 20 % (or 2 MiB)
-    of its baseline within 5 s (it was 380 MB, then 146 MB kept)."""
+    counted, and the server still serves. RSS (peak within the budget plus
+    48 MiB, back within 20 % or 2 MiB of its baseline within 5 s after the
+    clients reset; it was 380 MB, then 146 MB kept) is a bench figure."""
     budget = 64 * MIB
     d = voltd("-s", "server.max_inflight_bytes=%d" % budget, "-s", "server.send_timeout_ms=60000")
     # baseline after traffic of the same kind, 100 clients at once (the
@@ -246,9 +254,9 @@ def test_slow_readers_memory_bounded_and_returned(voltd):
     # 20 % of the baseline, or 2 MiB when that is more (libev's baseline is
     # ~5.5 MB: 20 % is 1.1 MB, and ~1.5 MB of allocator residue between
     # live objects stays in the workers' arenas)
-    bound = max(base * 1.2, base + 2048)
+    target = max(base * 1.2, base + 2048)
     settled = rss_kb(d.proc.pid)
-    while time.monotonic() - t1 < 5 and settled > bound:
+    while time.monotonic() - t1 < 5 and settled > target:
         time.sleep(0.25)
         settled = rss_kb(d.proc.pid)
     took = time.monotonic() - t1
@@ -262,10 +270,10 @@ def test_slow_readers_memory_bounded_and_returned(voltd):
     st = stop(d)
     assert st["budget_waits"] > 0, st
     if not ASAN:
-        assert settled <= bound, (base, settled)
+        bound("test_adversarial", "slow_readers_settled_kb", settled, "<=", int(target))
         # the budget held: what is held for requests and replies stays near
         # it (plus the fixed cost of 200 connections and the caches)
-        assert peak - base < (budget + 48 * MIB) // 1024, (base, peak)
+        bound("test_adversarial", "slow_readers_peak_over_base_kb", peak - base, "<", (budget + 48 * MIB) // 1024)
 
 
 def test_budget_sheds_in_shed_mode(voltd):
@@ -313,7 +321,6 @@ def latencies(port, target, n):
 
 
 def bufs_out(d):
-    from ctlutil import ctl
     st = ctl(d, "stats io")
     assert st.get("ok", True), st
     return [w["bufs_out"] for w in st["io"]["workers"]]
@@ -323,8 +330,9 @@ def test_receive_buffer_squeeze(voltd):
     """100 connections that send pipelined requests and never read: the
     worker's provided receive buffers are not cornered (a connection whose
     task is not reading keeps its bytes in its own memory), and other
-    clients keep their latency: healthz and spin p99 within 2x (+10 ms)
-    of an unloaded run. Before: 256 of 256 buffers held per worker."""
+    clients are served; their latency (healthz and spin p99 within 2x +10
+    ms of an unloaded run) is a bench figure. Before: 256 of 256 buffers
+    held per worker."""
     d = voltd()
     base_h = latencies(d.port, "/healthz", 200)
     base_s = latencies(d.port, "/v1/spin?n=1000", 200)
@@ -358,8 +366,8 @@ def test_receive_buffer_squeeze(voltd):
     for e in evil:
         reset(e[0])
     stop(d)
-    assert load_h <= 2 * base_h + 0.010, (base_h, load_h)
-    assert load_s <= 2 * base_s + 0.010, (base_s, load_s)
+    bound("test_adversarial", "squeeze_healthz_p99_ms", load_h * 1e3, "<=", "%.2f" % ((2 * base_h + 0.010) * 1e3))
+    bound("test_adversarial", "squeeze_spin_p99_ms", load_s * 1e3, "<=", "%.2f" % ((2 * base_s + 0.010) * 1e3))
     if d.backend == "uring":
         assert max(peak) <= 192, peak  # never cornered (256 per worker)
 
@@ -469,7 +477,7 @@ def test_mixed_soak_rss_flat(voltd):
     assert not load.failed, load.failed[:5]
     assert load.ok > 100, load.ok
     if not ASAN:
-        assert drift < 0.05, (start, end, samples)
+        bound("test_adversarial", "soak_rss_drift", drift, "<", 0.05)
     assert st["requests"] >= load.ok
 
 
@@ -618,8 +626,9 @@ def test_pipeline_of_1000_answered_in_order(voltd):
 @pytest.mark.parametrize("per_conn", [4, 64])
 def test_heavy_jobs_abandoned_by_resets_stop_burning_cpu(voltd, per_conn):
     """Heavy spins whose clients reset: their jobs are dropped at the next
-    slice, and the daemon goes quiet (CPU over 2 s after the resets well
-    under the ~4 s two busy workers would burn). With 64 pipelined
+    slice, and the daemon goes quiet: no job left in any stage (the CPU it
+    burns over 2 s after the resets, well under the ~4 s two busy workers
+    would burn, is a bench figure). With 64 pipelined
     (max_pipeline) the connection reads nothing more, and sees the reset by
     probing the socket's state once a second."""
     d = voltd()
@@ -631,11 +640,18 @@ def test_heavy_jobs_abandoned_by_resets_stop_burning_cpu(voltd, per_conn):
     time.sleep(1.0)
     for s in socks:
         reset(s)
-    time.sleep(1.5)
+    # Each spin runs for minutes: only the drop empties the stages.
+    deadline = time.monotonic() + 30  # a hang guard
+    while True:
+        srv = ctl(d, "stats server")["server"]
+        if not any(srv["in_flight"].values()) and srv["conns_open"] == 0:
+            break
+        assert time.monotonic() < deadline, srv
+        time.sleep(0.1)
     c0 = cpu_s(d.proc.pid)
     time.sleep(2.0)
     used = cpu_s(d.proc.pid) - c0
-    print("heavy jobs reset: %.2f s of CPU over 2 s after the resets" % used)
+    print("heavy jobs reset: %.2f s of CPU over 2 s after the jobs were dropped" % used)
+    bound("test_adversarial", "reset_heavy_jobs_cpu_s_per_2s_%d" % per_conn, used, "<", 0.3)
     st = stop(d)
-    assert used < 0.3, used
     assert st["requests_dropped"] >= 8 * per_conn, st

@@ -12,12 +12,14 @@
  *     vch_send; the consumer takes one value, then sleeps (one pair: spins
  *     1-4 us), so each blocked send has exactly one free slot to take.
  * Checks: every value arrives exactly once and in order (nothing lost, nothing
- * duplicated), and every value (free slot) is taken within DEADLINE_NS of its
- * appearance: a wait that needed a batch of values (slots), or the next send,
- * would exceed it at the long gaps, and the last value of a pair has no
- * follower at all. The deadline is generous for a loaded 2-CPU machine and
- * far below any stranding; the observed delays are printed, not asserted
- * tighter. A watchdog fails the test when nothing moves for a long while.
+ * duplicated), and nothing is stranded: every LONG_GAP_EVERY-th value the
+ * sleeping side waits, before its next operation, until the value it sent
+ * was received (the free slot it made was filled), so a waiter that needed
+ * a batch of values (slots), or the next operation, to wake never wakes,
+ * and the watchdog fails the test (nothing moves for STALL_NS, a hang
+ * guard); the last value of a pair has no follower at all. No time bound is
+ * asserted: the delays between a value's appearance and its taking are
+ * printed (bench/bounds reports the max against its target, 400 ms).
  * Seed: VOLTD_TEST_SEED (printed).
  */
 #include <inttypes.h>
@@ -39,16 +41,13 @@
 #define SAN_SLOWDOWN 1
 #endif
 
-/* 400 ms: on the loaded 2-CPU project machine (load 5-12, other builds
- * running) a woken thread was seen to run up to 31 ms late, and once 112 ms
- * (a failure at the earlier 100 ms deadline), with the old code and the new
- * alike: that is the machine, not the channel. A stranded value waits at
- * least the long gap (twice the deadline), so the deadline only has to stay
- * below that to tell "late" from "stranded". */
-#define DEADLINE_NS (400 * VB_NS_PER_MS * SAN_SLOWDOWN)
+/* The target the delays are reported against (not asserted: a loaded
+ * 2-CPU machine once ran a woken thread 112 ms late, the old code and the
+ * new alike, and a test must not fail on the machine). */
+#define TARGET_NS (400 * VB_NS_PER_MS)
 #define STALL_NS (10 * 1000 * VB_NS_PER_MS * SAN_SLOWDOWN)
 #define VALUES 100           /* per pair */
-#define LONG_GAP_EVERY 50    /* then a gap of 2 x DEADLINE_NS */
+#define LONG_GAP_EVERY 50    /* then wait until the last one was taken */
 #define GAP_MIN_US 100
 #define GAP_SPREAD_US 400
 
@@ -89,13 +88,22 @@ struct pair {
 	 * returned. lone slot: appear = just before recv i (which frees a slot),
 	 * taken = the send it unblocks (number cap + i) returned. */
 	int64_t *appear, *taken;
-	_Atomic uint64_t received;  /* read by the watchdog */
+	_Atomic uint64_t received;  /* read by the watchdog and the producer */
+	_Atomic uint64_t sent;      /* read by the consumer */
 };
 
 static void gap(struct pair *p, uint64_t i)
 {
 	if (i % LONG_GAP_EVERY == LONG_GAP_EVERY - 1) {
-		sleep_ns(2 * DEADLINE_NS);
+		/* Before value i (lone value) or recv i (lone slot): the value
+		 * i - 1 received, the slot recv i - 1 freed filled (send
+		 * cap + i - 1 returned). A stranded one never is: the watchdog
+		 * ends the test. */
+		_Atomic uint64_t *n = p->lone_slot ? &p->sent : &p->received;
+		uint64_t want = p->lone_slot ? p->cap + i : i;
+
+		while (atomic_load(n) < want)
+			sleep_ns(50 * VB_NS_PER_US);
 	} else if (p->short_gaps) {
 		int64_t end = vb_now_ns() + 1000 + vb_rng_below(&p->rng, 3000);
 
@@ -119,6 +127,7 @@ static void *producer_main(void *arg)
 			fatal("send %" PRIu64 " failed", i);
 		if (p->lone_slot && i >= p->cap)
 			p->taken[i - p->cap] = vb_now_ns();
+		atomic_fetch_add(&p->sent, 1);
 		atomic_fetch_add(&progress, 1);
 	}
 	return NULL;
@@ -156,7 +165,8 @@ static int cmp_i64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Checks one kind's delays and prints their distribution. */
+/* Prints one kind's delays: their distribution, and the max against the
+ * target for bench/bounds. */
 static void check_kind(struct pair *pairs, unsigned n, bool lone_slot)
 {
 	int64_t d[8 * VALUES];
@@ -170,25 +180,19 @@ static void check_kind(struct pair *pairs, unsigned n, bool lone_slot)
 		if (p->lone_slot != lone_slot)
 			continue;
 		for (unsigned j = 0; j < VALUES; j++) {
-			int64_t delay = p->taken[j] - p->appear[j];
-
-			if (delay > DEADLINE_NS)
-				fatal("%s pair %u (capacity %zu): %s %u taken after %.3f ms (deadline %lld ms)",
-				      lone_slot ? "lone-slot" : "lone-value", i, p->cap,
-				      lone_slot ? "free slot" : "value", j, delay / 1e6,
-				      (long long)(DEADLINE_NS / VB_NS_PER_MS));
-			d[k++] = delay;
+			d[k++] = p->taken[j] - p->appear[j];
 		}
 		vch_stats_get(p->ch, &st);
 		spins += lone_slot ? st.send_spins : st.recv_spins;
 		waits += lone_slot ? st.send_waits : st.recv_waits;
 	}
 	qsort(d, k, sizeof(d[0]), cmp_i64);
-	printf("# %s: %u waits: delay p50 %.1f us, p99 %.1f us, max %.1f us (deadline %lld ms); "
+	printf("# %s: %u waits: delay p50 %.1f us, p99 %.1f us, max %.1f us; "
 	       "taken while spinning %" PRIu64 ", after sleeping %" PRIu64 "\n",
 	       lone_slot ? "lone free slots" : "lone values", k, d[k / 2] / 1e3,
-	       d[(k * 99) / 100] / 1e3, d[k - 1] / 1e3, (long long)(DEADLINE_NS / VB_NS_PER_MS),
-	       spins, waits);
+	       d[(k * 99) / 100] / 1e3, d[k - 1] / 1e3, spins, waits);
+	printf("bound: stress_chan_lone %s_max_delay_ms %.3f < %lld\n", lone_slot ? "lone_slot" : "lone_value",
+	       d[k - 1] / 1e6, (long long)(TARGET_NS / VB_NS_PER_MS));
 }
 
 int main(void)
