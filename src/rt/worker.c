@@ -734,6 +734,8 @@ static void place_polled(struct vrt_worker *w, struct vrt_task *t, enum vrt_poll
 	uint64_t s;
 	bool sliced = w->budget_hit || r == VRT_YIELD;
 
+	if (!sliced || r == VRT_READY)
+		w->run_slices = 0; /* slices in a row of one task only */
 	if (r == VRT_READY) {
 		vrt__task_complete(w, t);
 		return;

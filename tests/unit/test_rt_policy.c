@@ -12,6 +12,7 @@
  * ThreadSanitizer.
  */
 #include "rt/rt.h"
+#include "rt/internal.h" /* VRT_CONT_QUANTUM, VRT_FRESH_SLICES */
 #include "base/compiler.h"
 #include "base/futex.h"
 #include "base/time.h"
@@ -40,6 +41,7 @@ struct pt {
 	_Atomic int done;      /* slices completed */
 	_Atomic int seen;      /* what a light task saw of a heavy one */
 	_Atomic int stop;      /* set by the test thread: end at this slice */
+	char tag;              /* the task's letter in the slice log */
 	struct pt *other;
 };
 
@@ -323,6 +325,66 @@ static void test_continuation_under_flood(void **st)
 	vrt_free(rt);
 }
 
+/* Two continuations on one worker: the slice log says who ran each slice. */
+#define LOG_MAX (1 << 20)
+static char slice_log[LOG_MAX];
+static int log_len; /* written by the one worker; read after the joins */
+
+static enum vrt_poll fn_logged(struct pt *x)
+{
+	if (log_len < LOG_MAX)
+		slice_log[log_len++] = x->tag;
+	return fn_sliced(x);
+}
+
+/* One worker, two long continuations and nothing else: neither runs more
+ * than VRT_CONT_QUANTUM slices in a row while the other waits (the
+ * quantum), and below it they do not alternate per slice (a slice gives
+ * way only to waiting work that is fresher, or after the quantum). */
+static void test_continuations_share_by_quantum(void **st)
+{
+	enum { SLICES = 1000 };
+	struct vrt *rt = mkrt(1, NULL);
+	struct pt *a = pt_new(fn_logged, rt), *b = pt_new(fn_logged, rt);
+	int run = 0, longest = 0, switches = 0, b_end = 0, b_start = -1;
+
+	(void)st;
+	log_len = 0;
+	a->left = 1 << 30; /* until b is done */
+	b->left = SLICES;
+	a->slice_ns = b->slice_ns = 10 * 1000;
+	a->tag = 'a';
+	b->tag = 'b';
+	vrt_task_ref(&a->t);
+	vrt_task_ref(&b->t);
+	assert_int_equal(vrt_spawn(rt, &a->t), 0);
+	wait_until(&a->done, 10); /* a is a continuation by now */
+	assert_int_equal(vrt_spawn(rt, &b->t), 0);
+	vrt_task_join_wait(&b->t);
+	atomic_store(&a->stop, 1);
+	vrt_task_join_wait(&a->t);
+	vrt_free(rt); /* joins the worker: its log writes are ours now */
+	for (int i = 0; i < log_len; i++) {
+		if (slice_log[i] == 'b')
+			b_end = i;
+		if (slice_log[i] == 'b' && b_start < 0)
+			b_start = i;
+	}
+	/* Longest run of one task while both were alive (all of b's). */
+	for (int i = b_start; i <= b_end; i++) {
+		run = i > b_start && slice_log[i] == slice_log[i - 1] ? run + 1 : 1;
+		switches += i > b_start && slice_log[i] != slice_log[i - 1];
+		if (run > longest)
+			longest = run;
+	}
+	print_message("# two continuations: longest run %d slices, %d switches\n", longest, switches);
+	assert_true(b_end < LOG_MAX - 1); /* all of b's slices logged */
+	assert_true(longest <= (int)VRT_CONT_QUANTUM + 1);
+	assert_true(switches <= (b_end - b_start + 1) / (int)VRT_FRESH_SLICES);
+	vrt_task_unref(&a->t);
+	vrt_task_unref(&b->t);
+}
+
 /*
  * A driver of the runtime's park seam with one event source: the test
  * thread sets `ready`, and the driver's poll wakes the waiting task. The
@@ -510,6 +572,7 @@ int main(void)
 		cmocka_unit_test(test_lone_slices_back_to_back),
 		cmocka_unit_test(test_light_before_next_slice),
 		cmocka_unit_test(test_continuation_under_flood),
+		cmocka_unit_test(test_continuations_share_by_quantum),
 		cmocka_unit_test(test_reap_by_slice_time),
 		cmocka_unit_test(test_queued_behind_long_poll),
 	};
