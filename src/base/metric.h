@@ -39,14 +39,6 @@ struct vb_metric {
 	const char *const *states;
 };
 
-/* A row whose name is the field's name. */
-#define VB_METRIC(type, field, kind, unit, help) { #field, kind, unit, help, offsetof(type, field), NULL }
-/* A row named differently from its field (e.g. a field carrying a unit suffix). */
-#define VB_METRIC_AS(type, field, name, kind, unit, help) { name, kind, unit, help, offsetof(type, field), NULL }
-/* A gauge whose value is an enum named by states[] (NULL-terminated). */
-#define VB_METRIC_STATES(type, field, states, help) \
-	{ #field, VB_METRIC_GAUGE, "", help, offsetof(type, field), states }
-
 /*
  * Declaring: a layer lists the uint64_t fields of a stats struct once,
  *

@@ -111,23 +111,42 @@ struct vctl_hooks {
  * the running configuration is not the file's because the last reload was
  * refused (vctl_reload_metrics). Every field is a uint64_t. */
 enum vctl_reload_result { VCTL_RELOAD_OK, VCTL_RELOAD_REFUSED, VCTL_RELOAD_RESULTS };
+#define VCTL_RELOAD_METRICS(X) \
+	X(last_reload_refused, GAUGE_SNAP, "", \
+	  "1 while the last configuration reload was refused (the running configuration is not the file's)")
+
 struct vctl_reload_stats {
 	uint64_t reloads[VCTL_RELOAD_RESULTS];
-	uint64_t last_reload_refused;
+	VCTL_RELOAD_METRICS(VB_METRIC_FIELD)
 };
 extern const struct vb_metric vctl_reload_metrics[];
 extern const size_t vctl_reload_metrics_n;
 extern const struct vb_metric_group vctl_reload_groups[];
 extern const size_t vctl_reload_groups_n;
 
-/* Counters and gauges of the control plane itself; every field is a
- * uint64_t described by a row of vctl_metrics (socket.c). */
+/* Counters and gauges of the control plane itself, one line each:
+ * X(field, kind, unit, help[, name]) (base/metric.h). A slot (COUNTER,
+ * GAUGE) is an atomic of the control thread (ctl/internal.h), bumped with
+ * VCTL_COUNT(ctl, field) or set with VCTL_GAUGE(ctl, field, v); the table
+ * vctl_metrics and vctl_stats_get are in ctl/stats.c. */
+#define VCTL_METRICS(X) \
+	X(connections, COUNTER, "", "control connections accepted") \
+	X(clients, GAUGE, "", "control socket connections open now") \
+	X(refused_busy, COUNTER, "", "control connections refused because control.max_clients were open") \
+	X(metrics_clients, GAUGE, "", "control.metrics_listen connections open now") \
+	X(metrics_refused_busy, COUNTER, "", \
+	  "metrics connections refused (503) because control.metrics_max_clients were open") \
+	X(commands, COUNTER, "", "command lines answered") \
+	X(errors, COUNTER, "", "error replies (of the commands)") \
+	X(denied, COUNTER, "", "commands refused for want of a permission level (of the errors)") \
+	X(lines_too_long, COUNTER, "", "connections closed for a command line over the limit") \
+	X(idle_closed, COUNTER, "", \
+	  "connections closed at their line deadline (control.client_timeout_ms: idle, trickling or not reading)") \
+	X(accept_errors, COUNTER, "", "accepts that failed for want of file descriptors or memory") \
+	X(metrics_requests, COUNTER, "", "HTTP requests on control.metrics_listen")
+
 struct vctl_stats {
-	uint64_t connections, clients, refused_busy;
-	uint64_t metrics_clients, metrics_refused_busy;
-	uint64_t commands, errors, denied;
-	uint64_t lines_too_long, idle_closed, accept_errors;
-	uint64_t metrics_requests;
+	VCTL_METRICS(VB_METRIC_FIELD)
 };
 extern const struct vb_metric vctl_metrics[];
 extern const size_t vctl_metrics_n;

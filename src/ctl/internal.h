@@ -76,18 +76,19 @@ struct vctl {
 	unsigned n_clients;         /* both kinds */
 	unsigned n_control, n_metrics;
 	int64_t accept_resume_ns; /* accepting paused (out of fds) until then */
-	/* The fields of struct vctl_stats, one word each: written by the
-	 * control thread only, read by vctl_stats_get (relaxed, see above). */
-	_Atomic uint64_t counters[sizeof(struct vctl_stats) / sizeof(uint64_t)];
+	/* The slots of VCTL_METRICS (ctl.h): written by the control thread
+	 * only, read by vctl_stats_get (relaxed, see above). */
+	struct {
+		VCTL_METRICS(VB_METRIC_SLOT)
+	} counters;
 };
 
-#define VCTL_WORD(field) (offsetof(struct vctl_stats, field) / sizeof(uint64_t))
 /* Add one to a counter / set a gauge of struct vctl_stats. Single writer
  * (the control thread): a relaxed load + store suffices; readers only need
  * some recent value. */
-#define VCTL_COUNT(ctl, field) vctl__add(&(ctl)->counters[VCTL_WORD(field)], 1)
+#define VCTL_COUNT(ctl, field) vctl__add(&(ctl)->counters.field, 1)
 #define VCTL_GAUGE(ctl, field, v) \
-	atomic_store_explicit(&(ctl)->counters[VCTL_WORD(field)], (v), memory_order_relaxed)
+	atomic_store_explicit(&(ctl)->counters.field, (v), memory_order_relaxed)
 static inline void vctl__add(_Atomic uint64_t *c, uint64_t n)
 {
 	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);

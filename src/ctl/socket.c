@@ -5,8 +5,7 @@
  *
  * Threading: everything below runs on the control thread, except
  * vctl_new / vctl_start / vctl_stop / vctl_free (main thread, before the
- * thread starts or after it has been joined) and vctl_stats_get (any thread:
- * relaxed loads, see internal.h). Stopping: vctl_stop writes the eventfd,
+ * thread starts or after it has been joined). Stopping: vctl_stop writes the eventfd,
  * the thread sees it and returns; pthread_join orders everything it did
  * before main frees anything.
  *
@@ -776,34 +775,3 @@ void vctl_free(struct vctl *ctl)
 		close(ctl->evfd);
 	free(ctl);
 }
-
-void vctl_stats_get(struct vctl *ctl, struct vctl_stats *out)
-{
-	uint64_t *w = (uint64_t *)out;
-
-	/* Relaxed: single-writer statistics (internal.h). */
-	for (size_t i = 0; i < VB_ARRAY_SIZE(ctl->counters); i++)
-		w[i] = atomic_load_explicit(&ctl->counters[i], memory_order_relaxed);
-}
-
-#define M(field, kind, help) VB_METRIC(struct vctl_stats, field, kind, "", help)
-const struct vb_metric vctl_metrics[] = {
-	M(connections, VB_METRIC_COUNTER, "control connections accepted"),
-	M(clients, VB_METRIC_GAUGE, "control socket connections open now"),
-	M(refused_busy, VB_METRIC_COUNTER, "control connections refused because control.max_clients were open"),
-	M(metrics_clients, VB_METRIC_GAUGE, "control.metrics_listen connections open now"),
-	M(metrics_refused_busy, VB_METRIC_COUNTER,
-	  "metrics connections refused (503) because control.metrics_max_clients were open"),
-	M(commands, VB_METRIC_COUNTER, "command lines answered"),
-	M(errors, VB_METRIC_COUNTER, "error replies (of the commands)"),
-	M(denied, VB_METRIC_COUNTER, "commands refused for want of a permission level (of the errors)"),
-	M(lines_too_long, VB_METRIC_COUNTER, "connections closed for a command line over the limit"),
-	M(idle_closed, VB_METRIC_COUNTER,
-	  "connections closed at their line deadline (control.client_timeout_ms: idle, trickling or not reading)"),
-	M(accept_errors, VB_METRIC_COUNTER, "accepts that failed for want of file descriptors or memory"),
-	M(metrics_requests, VB_METRIC_COUNTER, "HTTP requests on control.metrics_listen"),
-};
-const size_t vctl_metrics_n = VB_ARRAY_SIZE(vctl_metrics);
-static_assert(sizeof(struct vctl_stats) == sizeof(vctl_metrics) / sizeof(vctl_metrics[0]) * sizeof(uint64_t),
-	      "every field of struct vctl_stats has a row in vctl_metrics");
-#undef M

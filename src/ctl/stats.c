@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ctl/stats.c: the statistics snapshot of every layer and its JSON form
- * (`stats`, `hist`, `clear counters`). Every counter and gauge is rendered
- * by iterating the layers' metric tables (base/metric.h): this file names
- * no counter. Control thread only (the snapshot buffers are its own).
+ * (`stats`, `hist`, `clear counters`), and the control plane's own counter
+ * table (from VCTL_METRICS, ctl.h) with vctl_stats_get. Every counter and
+ * gauge is rendered by iterating the layers' metric tables
+ * (base/metric.h): this file names no counter. Control thread only (the
+ * snapshot buffers are its own), except vctl_stats_get (any thread:
+ * relaxed loads, see internal.h).
  *
  * `clear counters` keeps a baseline snapshot; `stats` shows counters minus
  * the baseline (gauges as they are). Prometheus output (prom.c) stays
@@ -11,6 +14,7 @@
  */
 #include "config.h"
 #include "ctl/internal.h"
+#include "base/compiler.h"
 #include "base/time.h"
 #include "io/io.h"
 #include "rt/rt.h"
@@ -25,14 +29,26 @@ const char *const vctl__stats_sections[] = {
 	"build", "io", "runtime", "workers", "server", "channels", "kinds", "control", "config", NULL,
 };
 
+/* The control plane's own counters (ctl.h): section "control", voltd_control_*. */
+#define ROW(...) VB_METRIC_ROW(struct vctl_stats, __VA_ARGS__)
+const struct vb_metric vctl_metrics[] = { VCTL_METRICS(ROW) };
+const size_t vctl_metrics_n = VB_ARRAY_SIZE(vctl_metrics);
+#undef ROW
+
+void vctl_stats_get(struct vctl *ctl, struct vctl_stats *out)
+{
+	/* Relaxed: single-writer statistics (internal.h). */
+#define COPY(field, kind, ...) \
+	VB_METRIC_IF_SLOT(kind, out->field = atomic_load_explicit(&ctl->counters.field, memory_order_relaxed);)
+	VCTL_METRICS(COPY)
+#undef COPY
+}
+
 /* The daemon's reloads (ctl.h): section "config", voltd_config_*. */
-#define R(field, kind, help) VB_METRIC(struct vctl_reload_stats, field, kind, "", help)
-const struct vb_metric vctl_reload_metrics[] = {
-	R(last_reload_refused, VB_METRIC_GAUGE,
-	  "1 while the last configuration reload was refused (the running configuration is not the file's)"),
-};
-#undef R
-const size_t vctl_reload_metrics_n = sizeof(vctl_reload_metrics) / sizeof(vctl_reload_metrics[0]);
+#define ROW(...) VB_METRIC_ROW(struct vctl_reload_stats, __VA_ARGS__)
+const struct vb_metric vctl_reload_metrics[] = { VCTL_RELOAD_METRICS(ROW) };
+const size_t vctl_reload_metrics_n = VB_ARRAY_SIZE(vctl_reload_metrics);
+#undef ROW
 static const struct vb_metric reload_result_row[] = {
 	{ "reloads", VB_METRIC_COUNTER, "", "configuration reloads (SIGHUP, systemctl reload, voltctl reload) by result", 0, NULL },
 };

@@ -358,6 +358,7 @@ int main(void)
 	check_complete("vch_metrics", vch_metrics, vch_metrics_n, sizeof(struct vch_stats));
 	check_complete("vio_worker_metrics", vio_worker_metrics, vio_worker_metrics_n,
 		       sizeof(struct vio_worker_stats));
+	check_complete("vctl_metrics", vctl_metrics, vctl_metrics_n, sizeof(struct vctl_stats));
 	check_server();
 	check_reload();
 	check_format();
