@@ -410,9 +410,13 @@ static struct vrt_task *next_local(struct vrt_worker *w)
 		}
 	}
 	if (w->resume) {
-		/* Its slice ended with nothing waiting (place_polled). */
+		/* Its slice ended with nothing waiting (place_polled). A
+		 * fresh task's slices count towards the aging of a waiting
+		 * continuation too (slice_must_yield). */
 		t = w->resume;
 		w->resume = NULL;
+		if (vrt__wsq_len(&w->cq) != 0 && w->cq_countdown > 1)
+			w->cq_countdown--;
 		goto non_lifo;
 	}
 	if (vrt__wsq_len(&w->cq) != 0 && --w->cq_countdown == 0) {
@@ -681,10 +685,12 @@ static bool io_due(struct vrt_worker *w, enum vrt_poll r)
  * ended (VRT_YIELD, or its budget spent) gives way only when something
  * waits: fresh local work (LIFO slot, prefetched batch, ring, yielded fresh
  * tasks), the injection queue, a sibling's unserved backlog (we may steal
- * it), or, for a continuation that ran VRT_CONT_QUANTUM slices in a row, a
- * waiting continuation. Completions due were reaped just before (io_due),
- * so what they woke is in the local queues. A fresh task (fewer than
- * VRT_FRESH_SLICES slices) does not give way to continuations.
+ * it), or a waiting continuation: for a continuation, after it ran
+ * VRT_CONT_QUANTUM slices in a row; for a fresh task (fewer than
+ * VRT_FRESH_SLICES slices), once the aging count is due (VRT_CQ_EVERY
+ * picks or slices of fresh work since the continuation waits). Completions
+ * due were reaped just before (io_due), so what they woke is in the local
+ * queues.
  */
 static bool slice_must_yield(struct vrt_worker *w, const struct vrt_task *t)
 {
@@ -692,9 +698,15 @@ static bool slice_must_yield(struct vrt_worker *w, const struct vrt_task *t)
 		return true;
 	if (vrt__inject_len(&w->rt->inject) != 0)
 		return true;
-	if (t->slices >= VRT_FRESH_SLICES && w->run_slices + 1 >= VRT_CONT_QUANTUM &&
-	    vrt__wsq_len(&w->cq) != 0)
-		return true;
+	if (vrt__wsq_len(&w->cq) != 0) {
+		/* A continuation waits: a continuation gives way after the
+		 * quantum, a fresh task when the aging count is due (a task
+		 * that stays fresh, e.g. an executor taking job after job,
+		 * would hold it back for ever otherwise). */
+		if (t->slices >= VRT_FRESH_SLICES ? w->run_slices + 1 >= VRT_CONT_QUANTUM
+						   : w->cq_countdown <= 1)
+			return true;
+	}
 	return w->stealing && vrt__sibling_backlog(w);
 }
 

@@ -325,6 +325,48 @@ static void test_continuation_under_flood(void **st)
 	vrt_free(rt);
 }
 
+/* A task that stays fresh: every slice starts a new piece of work (as an
+ * executor taking job after job). */
+static enum vrt_poll fn_fresh_forever(struct pt *x)
+{
+	vrt_service_reset();
+	atomic_fetch_add_explicit(&x->done, 1, memory_order_release);
+	return atomic_load_explicit(&x->stop, memory_order_relaxed) ? VRT_READY : VRT_YIELD;
+}
+
+/* One worker: a continuation waits while a task that stays fresh runs
+ * slice after slice (nothing else waits, so it would run on at once): the
+ * aging count covers those slices too, and the continuation finishes. */
+static void test_continuation_beside_fresh_stream(void **st)
+{
+	struct vrt *rt = mkrt(1, NULL);
+	struct pt *c = pt_new(fn_sliced, rt), *f = pt_new(fn_fresh_forever, rt);
+	int c0, f0;
+
+	(void)st;
+	c->left = 1 << 30;
+	c->slice_ns = 10 * 1000;
+	vrt_task_ref(&c->t);
+	vrt_task_ref(&f->t);
+	assert_int_equal(vrt_spawn(rt, &c->t), 0);
+	wait_until(&c->done, 10); /* a continuation by now */
+	assert_int_equal(vrt_spawn(rt, &f->t), 0);
+	wait_until(&f->done, 1);
+	c0 = atomic_load(&c->done);
+	f0 = atomic_load(&f->done);
+	/* Hangs (the detector fails it) when the fresh stream starves it. */
+	wait_until(&c->done, c0 + 50);
+	print_message("# continuation: 50 slices while the fresh stream ran %d\n",
+		      atomic_load(&f->done) - f0);
+	atomic_store(&f->stop, 1);
+	atomic_store(&c->stop, 1);
+	vrt_task_join_wait(&f->t);
+	vrt_task_join_wait(&c->t);
+	vrt_task_unref(&c->t);
+	vrt_task_unref(&f->t);
+	vrt_free(rt);
+}
+
 /* Two continuations on one worker: the slice log says who ran each slice. */
 #define LOG_MAX (1 << 20)
 static char slice_log[LOG_MAX];
@@ -573,6 +615,7 @@ int main(void)
 		cmocka_unit_test(test_light_before_next_slice),
 		cmocka_unit_test(test_continuation_under_flood),
 		cmocka_unit_test(test_continuations_share_by_quantum),
+		cmocka_unit_test(test_continuation_beside_fresh_stream),
 		cmocka_unit_test(test_reap_by_slice_time),
 		cmocka_unit_test(test_queued_behind_long_poll),
 	};
