@@ -143,7 +143,8 @@ extern const size_t vctl_reload_groups_n;
 	X(idle_closed, COUNTER, "", \
 	  "connections closed at their line deadline (control.client_timeout_ms: idle, trickling or not reading)") \
 	X(accept_errors, COUNTER, "", "accepts that failed for want of file descriptors or memory") \
-	X(metrics_requests, COUNTER, "", "HTTP requests on control.metrics_listen")
+	X(metrics_requests, COUNTER, "", "HTTP requests on control.metrics_listen") \
+	X(metrics_errors, COUNTER, "", "metrics_listen requests answered 404 or 405 (anything but GET or HEAD /metrics)")
 
 struct vctl_stats {
 	VCTL_METRICS(VB_METRIC_FIELD)

@@ -400,6 +400,8 @@ static void metrics_answer(struct vctl *ctl, struct vctl_client *c)
 		ctype = "text/plain; charset=utf-8";
 		body = strdup("only GET /metrics is served here\n");
 	}
+	if (status[0] != '2')
+		VCTL_COUNT(ctl, metrics_errors);
 	blen = body ? strlen(body) : 0;
 	int n = asprintf(&resp, "HTTP/1.1 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
 			 status, ctype, blen, head || !body ? "" : body);

@@ -114,6 +114,32 @@ def test_metrics_listen_answers_a_head_ended_by_bare_lf(daemon):
     assert "control: metrics on http://127.0.0.1:%d/metrics" % mport in d.log(), d.log()
 
 
+def test_metrics_listen_counts_the_requests_it_refuses(daemon):
+    """Another path gets 404, another method 405, and both are counted
+    (stats control metrics_errors, voltd_control_metrics_errors_total): a
+    scraper pointed at the wrong path shows."""
+    mport = free_port()
+    d = daemon("-s", "control.metrics_listen=127.0.0.1:%d" % mport)
+
+    def ask(head):
+        with socket.create_connection(("127.0.0.1", mport), timeout=10) as s:
+            s.sendall(head)
+            data = b""
+            while True:
+                chunk = s.recv(1 << 16)
+                if not chunk:
+                    return data
+                data += chunk
+
+    assert ask(b"GET /metric HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.1 404 ")
+    assert ask(b"POST /metrics HTTP/1.1\r\nHost: x\r\n\r\n").startswith(b"HTTP/1.1 405 ")
+    data = ask(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert data.startswith(b"HTTP/1.1 200 ") and b"\nvoltd_control_metrics_errors_total 2\n" in data, data[-3000:]
+    with Ctl(d.control) as c:
+        st = c.cmd("stats control")["control"]
+    assert st["metrics_requests"] == 3 and st["metrics_errors"] == 2, st
+
+
 # Runs as uid 65534: opens N control connections, says so, holds them until
 # its standard input closes.
 HOLDER = r'''
