@@ -271,9 +271,11 @@ struct vrt_worker {
 	struct vrt_task *lifo;
 	unsigned lifo_run;
 	/* The task whose slice ended with nothing waiting: it runs again at
-	 * once (next_local), run_slices slices in a row so far. */
+	 * once (next_local). */
 	struct vrt_task *resume;
-	unsigned run_slices;
+	/* The continuation that gave way to fresh work before its turn
+	 * (VRT_CONT_QUANTUM) ended: it keeps its place, ahead of cq. */
+	struct vrt_task *cont_cur;
 	unsigned cq_countdown;      /* fresh picks, while a continuation waits, until
 				     * the continuations go first (aging) */
 	int64_t io_last;            /* end of the last I/O phase (reap by time) */
@@ -514,10 +516,11 @@ static inline bool vrt__worth_waking(const struct vrt_worker *w, unsigned n, uns
  * many times in a row is a continuation: it waits in the worker's
  * continuation ring (cq), behind fresh work. After VRT_CQ_EVERY picks of
  * fresh work in a row while a continuation waits, a worker takes the
- * continuation first (aging: fresh work cannot starve one),
- * and a running continuation gives way to a waiting one after
- * VRT_CONT_QUANTUM slices in a row (so continuations do not starve each
- * other while nothing fresh waits).
+ * continuation first (aging: fresh work cannot starve one). A
+ * continuation's turn is VRT_CONT_QUANTUM of its slices: at the end of a
+ * turn, with another continuation waiting, it goes to the back of cq; when
+ * it gives way to fresh work before that, it keeps its place (cont_cur),
+ * so continuations take FIFO turns however often fresh work comes.
  */
 #define VRT_FRESH_SLICES 4u
 #define VRT_CQ_EVERY 8u
@@ -530,6 +533,12 @@ static inline bool vrt__worth_waking(const struct vrt_worker *w, unsigned n, uns
  * the driver when nothing is runnable (find_work found nothing). */
 enum vrt_io_step { VRT_IO_REAP, VRT_IO_PARK };
 void vrt__io_phase(struct vrt_worker *w, enum vrt_io_step step);
+
+/* A continuation of this worker waits (its slot or ring). Owner only. */
+static inline bool vrt__cont_waiting(struct vrt_worker *w)
+{
+	return w->cont_cur || vrt__wsq_len(&w->cq) != 0;
+}
 
 /* park.c (worker thread unless noted) */
 extern const struct vrt_park_ops vrt__futex_park_ops;

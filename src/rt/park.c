@@ -136,14 +136,14 @@ void vrt__transition_from_searching(struct vrt_worker *w)
 bool vrt__local_has_work(struct vrt_worker *w)
 {
 	return w->lifo || w->resume || w->pf_len || w->yq_len || vrt__wsq_len(&w->q) != 0 ||
-	       vrt__wsq_len(&w->cq) != 0;
+	       vrt__cont_waiting(w);
 }
 
 /* Runnable tasks this worker holds. */
 static unsigned local_runnable(struct vrt_worker *w)
 {
-	return (w->lifo != NULL) + (w->resume != NULL) + w->pf_len + w->yq_len +
-	       vrt__wsq_len(&w->q) + vrt__wsq_len(&w->cq);
+	return (w->lifo != NULL) + (w->resume != NULL) + (w->cont_cur != NULL) + w->pf_len +
+	       w->yq_len + vrt__wsq_len(&w->q) + vrt__wsq_len(&w->cq);
 }
 
 /* A sibling's ring holds fresh tasks it has not started: work an idle or

@@ -280,6 +280,11 @@ void vrt_shutdown(struct vrt *rt, enum vrt_shutdown_mode mode)
 			w->resume = NULL;
 			dispose_queued(rt, t);
 		}
+		if (w->cont_cur) {
+			t = w->cont_cur;
+			w->cont_cur = NULL;
+			dispose_queued(rt, t);
+		}
 		while ((t = vrt__wsq_pop(&w->q)) != NULL)
 			dispose_queued(rt, t);
 		while ((t = vrt__wsq_pop(&w->cq)) != NULL)
@@ -431,6 +436,7 @@ unsigned vrt_stats_snapshot(struct vrt *rt, struct vrt_stats *out,
 #undef COPY
 		o->tasks_stolen_from = rd(&w->q.stolen_from);
 		o->local_queue_depth = vrt__wsq_len(&w->q) + vrt__wsq_len(&w->cq);
+		/* cont_cur and resume are owner-only pointers: not read here. */
 		measure_worker(rt, i, o);
 	}
 	if (out) {

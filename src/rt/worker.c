@@ -383,10 +383,17 @@ static struct vrt_task *pull_inject(struct vrt_worker *w)
 	return w->prefetch[0];
 }
 
-/* The oldest continuation; the aging count starts again. */
+/* The next continuation (the one whose turn was cut by fresh work, else
+ * the oldest); the aging count starts again. */
 static struct vrt_task *pop_cont(struct vrt_worker *w)
 {
+	struct vrt_task *t = w->cont_cur;
+
 	w->cq_countdown = VRT_CQ_EVERY;
+	if (t) {
+		w->cont_cur = NULL;
+		return t;
+	}
 	return vrt__wsq_pop(&w->cq);
 }
 
@@ -415,11 +422,11 @@ static struct vrt_task *next_local(struct vrt_worker *w)
 		 * continuation too (slice_must_yield). */
 		t = w->resume;
 		w->resume = NULL;
-		if (vrt__wsq_len(&w->cq) != 0 && w->cq_countdown > 1)
+		if (vrt__cont_waiting(w) && w->cq_countdown > 1)
 			w->cq_countdown--;
 		goto non_lifo;
 	}
-	if (vrt__wsq_len(&w->cq) != 0 && --w->cq_countdown == 0) {
+	if (vrt__cont_waiting(w) && --w->cq_countdown == 0) {
 		/* Aging: fresh work cannot hold a waiting continuation
 		 * back for more than VRT_CQ_EVERY picks in a row. */
 		t = pop_cont(w);
@@ -467,7 +474,7 @@ static struct vrt_task *steal_work(struct vrt_worker *w, bool *retry)
 		struct vrt_task *t;
 		uint32_t got;
 
-		if (v == w->id || (cont && vrt__wsq_len(&w->cq) != 0))
+		if (v == w->id || (cont && vrt__cont_waiting(w)))
 			continue;
 		switch (vrt__wsq_steal_into(cont ? &rt->workers[v]->cq : &rt->workers[v]->q,
 					    cont ? &w->cq : &w->q, &t, &got)) {
@@ -560,7 +567,7 @@ static struct vrt_task *find_work(struct vrt_worker *w)
 			if (!t)
 				continue;
 		}
-		if (!t && !w->exiting && vrt__wsq_len(&w->cq) != 0) {
+		if (!t && !w->exiting && vrt__cont_waiting(w)) {
 			/* Fresh work before our continuations: a sibling's
 			 * backlog (the reason a slice may have ended), the
 			 * injection queue; then the oldest continuation. */
@@ -685,8 +692,8 @@ static bool io_due(struct vrt_worker *w, enum vrt_poll r)
  * ended (VRT_YIELD, or its budget spent) gives way only when something
  * waits: fresh local work (LIFO slot, prefetched batch, ring, yielded fresh
  * tasks), the injection queue, a sibling's unserved backlog (we may steal
- * it), or a waiting continuation: for a continuation, after it ran
- * VRT_CONT_QUANTUM slices in a row; for a fresh task (fewer than
+ * it), or a waiting continuation: for a continuation, at the end of its
+ * turn (every VRT_CONT_QUANTUM of its slices); for a fresh task (fewer than
  * VRT_FRESH_SLICES slices), once the aging count is due (VRT_CQ_EVERY
  * picks or slices of fresh work since the continuation waits). Completions
  * due were reaped just before (io_due), so what they woke is in the local
@@ -698,12 +705,12 @@ static bool slice_must_yield(struct vrt_worker *w, const struct vrt_task *t)
 		return true;
 	if (vrt__inject_len(&w->rt->inject) != 0)
 		return true;
-	if (vrt__wsq_len(&w->cq) != 0) {
-		/* A continuation waits: a continuation gives way after the
-		 * quantum, a fresh task when the aging count is due (a task
-		 * that stays fresh, e.g. an executor taking job after job,
-		 * would hold it back for ever otherwise). */
-		if (t->slices >= VRT_FRESH_SLICES ? w->run_slices + 1 >= VRT_CONT_QUANTUM
+	if (vrt__cont_waiting(w)) {
+		/* A continuation waits: a continuation gives way at the end
+		 * of its turn, a fresh task when the aging count is due (a
+		 * task that stays fresh, e.g. an executor taking job after
+		 * job, would hold it back for ever otherwise). */
+		if (t->slices >= VRT_FRESH_SLICES ? t->slices % VRT_CONT_QUANTUM == 0
 						   : w->cq_countdown <= 1)
 			return true;
 	}
@@ -727,16 +734,20 @@ static void push_cont(struct vrt_worker *w, struct vrt_task *t)
 		vrt__notify_parked(w->rt);
 }
 
-/* A task that gives way: a continuation to the continuation ring, a fresh
- * one behind the local work (flush_yields). */
+/* A task that gives way: a fresh one behind the local work (flush_yields);
+ * a continuation whose turn ended to the back of the continuation ring;
+ * one cut short by fresh work keeps its place (cont_cur) if that is free,
+ * so that fresh work arriving often does not make the continuations take
+ * turns slice by slice (which would stretch every one of them). */
 static void queue_yielded(struct vrt_worker *w, struct vrt_task *t, bool forced)
 {
 	vrt__ctr_add(&w->c.yields, 1);
-	w->run_slices = 0;
-	if (t->slices >= VRT_FRESH_SLICES)
-		push_cont(w, t);
-	else
+	if (t->slices < VRT_FRESH_SLICES)
 		defer_yield(w, t, forced);
+	else if (t->slices % VRT_CONT_QUANTUM != 0 && !w->cont_cur)
+		w->cont_cur = t;
+	else
+		push_cont(w, t);
 }
 
 /* After a poll (and the I/O phase, if due): complete t, leave it idle, run
@@ -746,8 +757,6 @@ static void place_polled(struct vrt_worker *w, struct vrt_task *t, enum vrt_poll
 	uint64_t s;
 	bool sliced = w->budget_hit || r == VRT_YIELD;
 
-	if (!sliced || r == VRT_READY)
-		w->run_slices = 0; /* slices in a row of one task only */
 	if (r == VRT_READY) {
 		vrt__task_complete(w, t);
 		return;
@@ -783,7 +792,6 @@ static void place_polled(struct vrt_worker *w, struct vrt_task *t, enum vrt_poll
 			vrt__ctr_add(&w->c.budget_yields, 1);
 		if (!slice_must_yield(w, t)) {
 			vrt__ctr_add(&w->c.resumes, 1);
-			w->run_slices++;
 			w->resume = t;
 			return;
 		}

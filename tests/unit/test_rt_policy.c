@@ -379,18 +379,19 @@ static enum vrt_poll fn_logged(struct pt *x)
 	return fn_sliced(x);
 }
 
-/* One worker, two long continuations and nothing else: neither runs more
- * than VRT_CONT_QUANTUM slices in a row while the other waits (the
- * quantum), and below it they do not alternate per slice (a slice gives
- * way only to waiting work that is fresher, or after the quantum). */
-static void test_continuations_share_by_quantum(void **st)
+/* One worker, two long continuations, and with `fresh` a stream of fresh
+ * tasks beside them (a chain: each spawns the next): neither continuation
+ * runs more than VRT_CONT_QUANTUM slices in a row while the other waits
+ * (its turn), and they do not alternate slice by slice either: without
+ * fresh work a slice gives way only at the end of a turn, and one that
+ * gives way to fresh work keeps its place. */
+static void share_by_quantum(bool fresh)
 {
 	enum { SLICES = 1000 };
 	struct vrt *rt = mkrt(1, NULL);
 	struct pt *a = pt_new(fn_logged, rt), *b = pt_new(fn_logged, rt);
 	int run = 0, longest = 0, switches = 0, b_end = 0, b_start = -1;
 
-	(void)st;
 	log_len = 0;
 	a->left = 1 << 30; /* until b is done */
 	b->left = SLICES;
@@ -401,8 +402,12 @@ static void test_continuations_share_by_quantum(void **st)
 	vrt_task_ref(&b->t);
 	assert_int_equal(vrt_spawn(rt, &a->t), 0);
 	wait_until(&a->done, 10); /* a is a continuation by now */
+	atomic_store(&flood_left, fresh ? 1 << 30 : 0);
+	if (fresh)
+		assert_int_equal(vrt_spawn_detached(rt, &pt_new(fn_flood, rt)->t), 0);
 	assert_int_equal(vrt_spawn(rt, &b->t), 0);
 	vrt_task_join_wait(&b->t);
+	atomic_store(&flood_left, 0);
 	atomic_store(&a->stop, 1);
 	vrt_task_join_wait(&a->t);
 	vrt_free(rt); /* joins the worker: its log writes are ours now */
@@ -419,12 +424,20 @@ static void test_continuations_share_by_quantum(void **st)
 		if (run > longest)
 			longest = run;
 	}
-	print_message("# two continuations: longest run %d slices, %d switches\n", longest, switches);
+	print_message("# two continuations%s: longest run %d slices, %d switches\n",
+		      fresh ? " beside a fresh stream" : "", longest, switches);
 	assert_true(b_end < LOG_MAX - 1); /* all of b's slices logged */
 	assert_true(longest <= (int)VRT_CONT_QUANTUM + 1);
 	assert_true(switches <= (b_end - b_start + 1) / (int)VRT_FRESH_SLICES);
 	vrt_task_unref(&a->t);
 	vrt_task_unref(&b->t);
+}
+
+static void test_continuations_share_by_quantum(void **st)
+{
+	(void)st;
+	share_by_quantum(false);
+	share_by_quantum(true);
 }
 
 /*
