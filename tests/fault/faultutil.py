@@ -22,7 +22,7 @@ import pytest  # noqa: E402
 
 from conftest import VOLTD, Daemon  # noqa: E402
 from ctlutil import ctl  # noqa: E402
-from httputil import (ASAN, Reader, backend, connect, fd_count, req_bytes, reset,  # noqa: E402,F401
+from httputil import (ASAN, Reader, backend, bound, connect, fd_count, req_bytes, reset,  # noqa: E402,F401
                       rss_kb, stop)
 
 MIB = 1 << 20
@@ -231,15 +231,16 @@ def wait_for(what, get, ok, timeout):
 # caches a bigger burst filled further (bounded) and allocator residue
 # between live objects. Bodies are malloc'd above the 64 KiB mmap threshold
 # (src/server/memory.c) and go back when freed, so one leaked 4 MiB body per
-# 4 cases' faults would already show; no load pattern can make the fixed
-# part grow by this much.
+# 4 cases' faults would already show. A figure for bench/bounds, not
+# asserted: tests assert behaviour, and RSS moves with the allocator and the
+# machine.
 RSS_POOL_KB = 16 * 1024
 
 
 class Books:
     """The daemon's idle state after a warm-up of the same kind of traffic
     (every provided buffer and cache used once): descriptors and RSS. check()
-    after the case compares against it."""
+    after the case compares against it (RSS is reported, not asserted)."""
 
     def __init__(self, d, warm=None):
         self.d = d
@@ -264,11 +265,11 @@ class Books:
         rss = wait_for("rss", lambda: rss_kb(d.proc.pid), lambda n: n <= self.rss + RSS_POOL_KB, 5)
         print("books: requests %d = responses %d + dropped %d; fds %d -> %d; bufs_out %d; RSS %d -> %d KB%s"
               % (st["requests"], responses, st["requests_dropped"], self.fds, fds, bufs, self.rss, rss,
-                 " (ASan: not asserted)" if ASAN else ""))
+                 " (ASan)" if ASAN else ""))
         assert fds == self.fds, "descriptors leaked: %d before, %d after" % (self.fds, fds)
         assert bufs == 0, "provided buffers not returned: bufs_out %d" % bufs
         if not ASAN:
-            assert rss <= self.rss + RSS_POOL_KB, "RSS %d KB, baseline %d KB" % (rss, self.rss)
+            bound("fault_books", "rss_over_baseline_kb", rss - self.rss, "<=", RSS_POOL_KB)
         return st
 
 

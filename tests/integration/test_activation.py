@@ -23,7 +23,7 @@ import time
 import pytest
 
 from conftest import VOLTD, free_port
-from httputil import backend, check_accounting, parse_stats  # noqa: F401
+from httputil import backend, bound, check_accounting, parse_stats  # noqa: F401
 
 ACTIVATE = shutil.which("systemd-socket-activate")
 
@@ -92,7 +92,8 @@ def test_systemd_socket_activate(tmp_path, backend):  # noqa: F811
     assert rc == 0, text
     st = parse_stats(text)
     check_accounting(st)
-    assert st["responses_2xx"] >= 20, st
+    assert st["responses_2xx"] > 0, st
+    bound("test_activation", "responses_2xx", st["responses_2xx"], ">=", 20)
 
 
 def test_unknown_socket_name_is_an_error(tmp_path):
@@ -211,6 +212,7 @@ def test_restart_under_load_refuses_nobody(tmp_path, backend):  # noqa: F811
           "%d answered by the voltds" % (backend, counts["ok"] + counts["failed"] + counts["refused"],
                                         counts["refused"], counts["failed"], answered))
     assert counts["refused"] == 0 and counts["failed"] == 0, (counts, errors[:5])
-    assert counts["ok"] >= 100, counts
+    assert counts["ok"] > 0, counts
+    bound("test_activation", "restart_under_load_ok_%s" % backend, counts["ok"], ">=", 100)
     assert answered == counts["ok"], (answered, counts)
     assert sum(s["requests_dropped"] for s in served) == 0, served

@@ -475,7 +475,8 @@ def test_mixed_soak_rss_flat(voltd):
           % (SOAK_S, load.ok, start, end, 100 * drift, min(second), max(second)))
     st = stop(d)
     assert not load.failed, load.failed[:5]
-    assert load.ok > 100, load.ok
+    assert load.ok > 0, load.ok
+    bound("test_adversarial", "soak_responses", load.ok, ">", 100)
     if not ASAN:
         bound("test_adversarial", "soak_rss_drift", drift, "<", 0.05)
     assert st["requests"] >= load.ok
@@ -495,7 +496,8 @@ def test_drain_under_load(voltd):
     print("drain under load: %d responses, stopped in %.2f s, dropped %d"
           % (load.ok, took, st["requests_dropped"]))
     assert not load.failed, load.failed[:5]
-    assert load.ok > 20 and took < 15
+    assert load.ok > 0 and took < 15  # took: a hang guard
+    bound("test_adversarial", "drain_under_load_responses", load.ok, ">", 20)
 
 
 def test_reload_good_bad_good_under_load(voltd, tmp_path):
@@ -523,7 +525,8 @@ def test_reload_good_bad_good_under_load(voltd, tmp_path):
     st = stop(d)
     print("reload under load: %d responses, 0 errors" % load.ok)
     assert not load.failed, load.failed[:5]
-    assert load.ok > 20
+    assert load.ok > 0
+    bound("test_adversarial", "reload_under_load_responses", load.ok, ">", 20)
     assert st["requests"] >= load.ok
 
 

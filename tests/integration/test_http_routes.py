@@ -10,7 +10,8 @@ import zlib
 
 import pytest
 
-from httputil import (Reader, backend, connect, req_bytes, request, spin_ref,  # noqa: F401
+from ctlutil import ctl
+from httputil import (Reader, backend, bound, connect, req_bytes, request, spin_ref,  # noqa: F401
                       stop, voltd)
 
 DATE_RE = re.compile(r"^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) "
@@ -132,18 +133,25 @@ def test_sleep_bad(voltd):
 
 
 def test_sleep_blocks_no_worker(voltd):
-    # 40 sleeps of 400 ms on 2 executors and 2 workers finish together,
-    # and /healthz answers meanwhile: the waits are timers, not threads.
+    # 40 sleeps of 2 s on 2 executors and 2 workers all sleep at once, and
+    # /healthz answers meanwhile: the waits are timers, not threads. (How
+    # soon healthz answers and the sleeps end are figures.)
     d = voltd("-s", "stages.exec_tasks=2")
     t = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(40) as ex:
-        futs = [ex.submit(request, d.port, "GET", "/v1/sleep?ms=400") for _ in range(40)]
-        time.sleep(0.1)
+        futs = [ex.submit(request, d.port, "GET", "/v1/sleep?ms=2000") for _ in range(40)]
+        deadline = time.monotonic() + 30  # a hang guard
+        while ctl(d, "stats server")["server"]["requests"] < 40:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
         h = time.monotonic()
         assert request(d.port, "GET", "/healthz").status == 200
-        assert time.monotonic() - h < 0.2
+        bound("test_http_routes", "healthz_during_sleeps_s", time.monotonic() - h, "<", 0.2)
+        srv = ctl(d, "stats server")["server"]
+        # every sleep in flight at once on 2 executors, none answered yet
+        assert srv["in_flight"]["exec"] == 40 and srv["responses"]["2xx"] <= 1, srv
         assert all(f.result().status == 200 for f in futs)
-    assert time.monotonic() - t < 1.5
+    bound("test_http_routes", "sleeps_2s_x40_done_s", time.monotonic() - t, "<", 3.1)
 
 
 @pytest.mark.parametrize("alg", ["sha256", "sha512"])

@@ -6,7 +6,7 @@ client waits for a job."""
 import socket
 import time
 
-from httputil import Reader, backend, connect, req_bytes, stop, voltd  # noqa: F401
+from httputil import Reader, backend, bound, connect, req_bytes, stop, voltd  # noqa: F401
 
 TIMEOUTS = ("-s", "server.header_timeout_ms=300", "-s", "server.body_timeout_ms=400",
             "-s", "server.idle_timeout_ms=500")
@@ -79,7 +79,8 @@ def test_idle_keepalive_connection_closed_silently(voltd):
     t0 = time.monotonic()
     assert rd.at_eof(timeout=5)
     took = time.monotonic() - t0
-    assert 0.45 <= took < 2.5, took
+    assert took >= 0.45, took  # not before the idle timeout; how soon after is a figure
+    bound("test_http_timeouts", "idle_close_s", took, "<", 2.5)
     s.close()
     st = stop(d)
     assert st["timeouts_idle"] == 1 and st["requests"] == 1
@@ -91,7 +92,8 @@ def test_silent_connection_closed_after_header_timeout(voltd):
     t0 = time.monotonic()
     assert Reader(s).at_eof(timeout=5)
     took = time.monotonic() - t0
-    assert 0.25 <= took < 2.5, took
+    assert took >= 0.25, took  # not before the header timeout; how soon after is a figure
+    bound("test_http_timeouts", "header_close_s", took, "<", 2.5)
     s.close()
     st = stop(d)
     assert st["requests"] == 0 and st["timeouts_idle"] == 1

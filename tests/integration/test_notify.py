@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import VOLTD
-from httputil import parse_stats, check_accounting, request, voltd, backend  # noqa: F401
+from httputil import bound, parse_stats, check_accounting, request, voltd, backend  # noqa: F401
 from notifyutil import NotifyListener
 
 
@@ -28,8 +28,11 @@ def test_notify_sequence(daemon, tmp_path):
         t0 = time.monotonic()
         time.sleep(3.2)
         pings = n.count("WATCHDOG", "1", since=t0)
-        # half of 1 s: ~6 in 3.2 s; generous bounds for a loaded machine
-        assert 4 <= pings <= 9, "%d watchdog pings in 3.2 s: %r" % (pings, n.snapshot())
+        # half of 1 s: ~6 in 3.2 s. Repeated, and never more often than
+        # half the interval (load can only make them fewer); the count is
+        # a figure.
+        assert 2 <= pings <= 9, "%d watchdog pings in 3.2 s: %r" % (pings, n.snapshot())
+        bound("test_notify", "watchdog_pings_in_3.2s", pings, ">=", 5)
         statuses = [kv["STATUS"] for _, kv, _ in n.snapshot() if "STATUS" in kv]
         assert len(statuses) >= 2, statuses          # refreshed, not written once
         assert any("ready" in s and "workers" in s and "req/s" in s and "connections" in s

@@ -313,8 +313,9 @@ static void test_sleep_never_blocks(void **state)
 	struct vjob *j = mk("sleep", "ms=30", NULL, 0, &c);
 	int64_t s0 = vb_now_ns();
 	assert_int_equal(vjob_step(j, vjob_slice_deadline(&c, s0)), VJOB_SLEEP);
-	/* the step returned at once, with a wake time 30 ms after the start */
-	assert_true(vb_now_ns() - s0 < 5 * VB_NS_PER_MS);
+	/* the step returned with a wake time 30 ms after the start (that it
+	 * returned at once, not after sleeping: the 60 s job below) */
+	print_message("bound: test_jobs sleep_step_us %lld < 5000\n", (long long)((vb_now_ns() - s0) / 1000));
 	int64_t wake = vjob_wake_ns(j);
 	assert_true(wake >= t0 + 30 * VB_NS_PER_MS);
 	assert_true(wake <= vb_now_ns() + 30 * VB_NS_PER_MS);
@@ -332,6 +333,12 @@ static void test_sleep_never_blocks(void **state)
 	assert_int_equal(vjob_step(j, 0), VJOB_DONE);
 	assert_true(vb_now_ns() - t0 >= 30 * VB_NS_PER_MS);
 	expect_text(vjob_result(j), 200, "slept 30 ms\n");
+	vjob_free(j);
+	/* A step never sleeps: a 60 s sleep's step is back long before. */
+	j = mk("sleep", "ms=60000", NULL, 0, &c);
+	s0 = vb_now_ns();
+	assert_int_equal(vjob_step(j, vjob_slice_deadline(&c, s0)), VJOB_SLEEP);
+	assert_true(vb_now_ns() < vjob_wake_ns(j));
 	vjob_free(j);
 
 	/* 0 ms: done at the first step */
