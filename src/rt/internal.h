@@ -525,6 +525,14 @@ static inline bool vrt__worth_waking(const struct vrt_worker *w, unsigned n, uns
 #define VRT_FRESH_SLICES 4u
 #define VRT_CQ_EVERY 8u
 #define VRT_CONT_QUANTUM 200u
+/* t->slices is 16 bits (struct vrt_task stays 72 bytes): it wraps from
+ * this multiple of VRT_CONT_QUANTUM back to VRT_CONT_QUANTUM. */
+#define VRT_SLICES_WRAP (300u * VRT_CONT_QUANTUM)
+static_assert(VRT_SLICES_WRAP <= UINT16_MAX && VRT_SLICES_WRAP % VRT_CONT_QUANTUM == 0,
+	      "t->slices wraps at a turn boundary");
+static_assert(VRT_MAX_WORKERS < UINT16_MAX, "registry shards fit t->reg_shard");
+static_assert(sizeof(void *) != 8 || sizeof(struct vrt_task) == 72,
+	      "the task header grew (bench/rt_bench keeps its tasks in 120-byte fast bins)");
 
 /* The I/O phase: the one place the worker loop hands control to its driver
  * (park ops poll and park). VRT_IO_REAP: run what the driver has ready,

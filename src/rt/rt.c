@@ -34,7 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#define REG_NONE UINT32_MAX
+#define REG_NONE UINT16_MAX
 
 int vrt_config_check(const struct vrt_config *c)
 {
@@ -184,7 +184,7 @@ void vrt__registry_add(struct vrt *rt, struct vrt_task *t, unsigned shard)
 	struct vrt_shard *s = &rt->shards[shard];
 
 	pthread_mutex_lock(&s->lock);
-	t->reg_shard = shard;
+	t->reg_shard = (uint16_t)shard; /* < VRT_MAX_WORKERS */
 	t->reg_prev = NULL;
 	t->reg_next = s->head;
 	if (s->head)

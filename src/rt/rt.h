@@ -63,8 +63,8 @@ struct vrt_task {
 	struct vrt *rt;                           /* private: set by spawn */
 	_Atomic(struct vrt_task *) join_waiter;   /* private: a task awaiting completion */
 	_Atomic uint32_t join_futex;              /* private: a thread awaiting completion */
-	uint32_t reg_shard;                       /* private: registry shard or UINT32_MAX */
-	uint32_t slices;                          /* private: VRT_YIELDs in a row (owner of the poll) */
+	uint16_t reg_shard;                       /* private: registry shard or UINT16_MAX */
+	uint16_t slices;                          /* private: VRT_YIELDs in a row (owner of the poll) */
 	struct vrt_task *reg_prev, *reg_next;     /* private: registry links */
 };
 

@@ -46,7 +46,7 @@
 #define OS_FULL    2u
 #define OS_THREAD  3u
 
-#define REG_NONE UINT32_MAX
+#define REG_NONE UINT16_MAX
 
 void vrt_task_init(struct vrt_task *t, const struct vrt_task_vtable *vt)
 {

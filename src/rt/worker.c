@@ -761,14 +761,14 @@ static void place_polled(struct vrt_worker *w, struct vrt_task *t, enum vrt_poll
 		vrt__task_complete(w, t);
 		return;
 	}
-	if (t->reg_shard == UINT32_MAX)
+	if (t->reg_shard == UINT16_MAX)
 		vrt__registry_add(w->rt, t, w->id);
 	/* Attained service: slices in a row; a task that waited is fresh.
 	 * Written before the CAS below publishes the task. */
 	if (!sliced)
 		t->slices = 0;
-	else if (t->slices < UINT32_MAX)
-		t->slices++;
+	else if (++t->slices == VRT_SLICES_WRAP)
+		t->slices = VRT_CONT_QUANTUM; /* same turn position, still a continuation */
 	/* relaxed: a guess for the CAS, which orders. */
 	s = atomic_load_explicit(&t->state, memory_order_relaxed);
 	for (;;) {
