@@ -351,16 +351,12 @@ struct vsrv {
 	 * own line: written only by requests and replies with bodies. */
 	vb_cacheline_aligned _Atomic int64_t inflight;
 
-	/* memory.c: the connection pool (pool_mu) and the trimming thread;
-	 * every connection open and close writes this line. */
+	/* memory.c: the connection pool (pool_mu); every connection open and
+	 * close writes this line. */
 	vb_cacheline_aligned pthread_mutex_t pool_mu;
 	struct vsrv_conn *pool_free;   /* freed objects, linked through their first word */
 	void **pool_chunks;
 	unsigned pool_n, pool_cap, pool_used; /* pool_used: of the last chunk */
-	pthread_mutex_t trim_mu;
-	pthread_cond_t trim_cv;
-	pthread_t trim_thread;
-	bool trim_started, trim_stop;
 };
 
 /* Counters of different workers never share a line; the connection count
@@ -421,8 +417,7 @@ void vsrv__count_response(struct vsrv *srv, unsigned kind, int status, int64_t t
 /* memory.c */
 #define VSRV_POOL_CHUNK 128     /* connection objects per mmap'd chunk */
 void vsrv__mem_init(struct vsrv *srv);
-int vsrv__mem_start(struct vsrv *srv);
-/* Stop the trimming thread, unmap the pool (no connection may be left). */
+/* Unmap the pool (no connection may be left). */
 void vsrv__mem_fini(struct vsrv *srv);
 struct vsrv_conn *vsrv__conn_alloc(struct vsrv *srv); /* zeroed; NULL: no memory */
 void vsrv__conn_dealloc(struct vsrv *srv, struct vsrv_conn *c);

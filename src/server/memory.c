@@ -7,48 +7,31 @@
  *    then not wedged between long-lived connection objects, so the pages
  *    they free are whole pages. The pool keeps its chunks (bounded by the
  *    peak of max_connections) until vsrv_free.
- *  - Bodies of 64 KiB and more are mmap'd by malloc (a fixed
- *    M_MMAP_THRESHOLD), so freeing one returns it to the system.
+ *  - Bodies of 64 KiB and more are mmap'd by malloc, so freeing one
+ *    returns it to the system: the process's malloc policy (a fixed
+ *    M_MMAP_THRESHOLD) is the daemon's (src/voltd/main.c).
  *  - Parsers, reorder-slot arrays and send batches that idle connections
  *    give back wait in per-worker caches (bounded) for the next connection
  *    that receives bytes on that worker.
- *  - A trimming thread gives the free pages of malloc's arenas back
- *    (malloc_trim) once a second when the server freed something since
- *    the last look (connections closed, requests answered): after a burst
- *    of slow clients leaves, RSS goes back to its baseline.
+ *  - vsrv_freed_mark tells whoever trims malloc's arenas (the daemon's
+ *    main loop, src/voltd/life.c) whether the server freed anything since
+ *    its last look.
  *
  * Threading: the pool is taken by acceptors (any worker) and filled by
- * drop() (any thread) under pool_mu; the trimming thread reads counters
- * and sleeps on trim_cv (trim_mu) until vsrv_free stops it.
+ * drop() (any thread) under pool_mu; vsrv_freed_mark, any thread.
  */
 #include "config.h"
 #include "server/internal.h"
 #include "base/time.h"
 
 #include <errno.h>
-#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
-
-#define TRIM_PERIOD_MS 1000
 
 void vsrv__mem_init(struct vsrv *srv)
 {
-	/* Bodies of 64 KiB and more are mapped memory, returned to the
-	 * system when freed. Setting the threshold also stops glibc from
-	 * raising it after each large free (its dynamic threshold kept
-	 * 146 MB of freed 1 MiB bodies after 200 slow clients left). */
-	mallopt(M_MMAP_THRESHOLD, 64 * 1024);
-	mallopt(M_TRIM_THRESHOLD, 1024 * 1024);
 	pthread_mutex_init(&srv->pool_mu, NULL);
-	pthread_mutex_init(&srv->trim_mu, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&srv->trim_cv, &ca);
-	pthread_condattr_destroy(&ca);
 }
 
 struct vsrv_conn *vsrv__conn_alloc(struct vsrv *srv)
@@ -179,9 +162,7 @@ void vsrv__cache_free(struct vsrv_wstats *ws)
 
 /* ------------------------------------------------------------ trimming */
 
-/* What the server has freed so far, roughly: connections closed and
- * responses sent (each gives buffers back). */
-static uint64_t freed_mark(struct vsrv *srv)
+uint64_t vsrv_freed_mark(struct vsrv *srv)
 {
 	uint64_t sum = 0;
 
@@ -193,58 +174,12 @@ static uint64_t freed_mark(struct vsrv *srv)
 	return sum;
 }
 
-static void *trim_main(void *arg)
-{
-	struct vsrv *srv = arg;
-	uint64_t last = freed_mark(srv);
-
-	pthread_mutex_lock(&srv->trim_mu);
-	while (!srv->trim_stop) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_sec += TRIM_PERIOD_MS / 1000;
-		pthread_cond_timedwait(&srv->trim_cv, &srv->trim_mu, &ts);
-		if (srv->trim_stop)
-			break;
-		uint64_t now = freed_mark(srv);
-		if (now != last) {
-			last = now;
-			pthread_mutex_unlock(&srv->trim_mu);
-			malloc_trim(0);
-			pthread_mutex_lock(&srv->trim_mu);
-		}
-	}
-	pthread_mutex_unlock(&srv->trim_mu);
-	return NULL;
-}
-
-int vsrv__mem_start(struct vsrv *srv)
-{
-	int rc = pthread_create(&srv->trim_thread, NULL, trim_main, srv);
-
-	if (rc)
-		return -rc;
-	srv->trim_started = true;
-	return 0;
-}
-
 void vsrv__mem_fini(struct vsrv *srv)
 {
-	if (srv->trim_started) {
-		pthread_mutex_lock(&srv->trim_mu);
-		srv->trim_stop = true;
-		pthread_cond_signal(&srv->trim_cv);
-		pthread_mutex_unlock(&srv->trim_mu);
-		pthread_join(srv->trim_thread, NULL);
-		srv->trim_started = false;
-	}
 	for (unsigned i = 0; i < srv->pool_n; i++)
 		munmap(srv->pool_chunks[i], VSRV_POOL_CHUNK * sizeof(struct vsrv_conn));
 	free(srv->pool_chunks);
 	srv->pool_chunks = NULL;
 	srv->pool_n = srv->pool_cap = 0;
-	pthread_cond_destroy(&srv->trim_cv);
-	pthread_mutex_destroy(&srv->trim_mu);
 	pthread_mutex_destroy(&srv->pool_mu);
 }

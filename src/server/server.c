@@ -447,9 +447,6 @@ int vsrv_start(struct vsrv *srv)
 			return rc;
 		srv->wr[i]->spawned = true;
 	}
-	rc = vsrv__mem_start(srv);
-	if (rc < 0)
-		return rc;
 	srv->started = true;
 	for (unsigned i = 0; i < srv->n_acc; i++) {
 		rc = vrt_spawn(srv->rt, &srv->acc[i]->task);

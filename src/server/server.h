@@ -232,6 +232,11 @@ extern const size_t vsrv_metrics_n;
 extern const struct vb_metric_group vsrv_metric_groups[];
 extern const size_t vsrv_metric_groups_n;
 
+/* What the server has freed so far, roughly (connections closed, bytes
+ * sent: each gives buffers back): a cheap hint for whoever trims malloc's
+ * arenas that there may be something to trim. Any thread. */
+uint64_t vsrv_freed_mark(struct vsrv *srv);
+
 /* Fill *out (large: ~8 KiB per kind; heap-allocate it). Any thread. */
 void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out);
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * voltd/life.c: see life.h. One loop on the main thread: poll(2) on the
- * signalfd, a periodic timerfd (the tick: stall check, watchdog, STATUS)
- * and the agent-check socket. Nothing here runs on a worker.
+ * signalfd, a periodic timerfd (the tick: stall check, watchdog, STATUS,
+ * malloc's trim) and the agent-check socket. Nothing here runs on a worker.
  *
  * Ordering
  * l->drained, l->drained_since, l->stopping: written by
@@ -183,6 +183,7 @@ static void tick(struct vd_life *l)
 	check_health(l);
 	watchdog(l, now);
 	status(l, now, false);
+	vd_mem_trim(&l->trim, l->srv, now);
 }
 
 /* ------------------------------------------------------------- agent */

@@ -4,7 +4,8 @@ libvolt_a_SOURCES += \
 	src/voltd/cfg.c src/voltd/cfg.h \
 	src/voltd/control.c src/voltd/control.h \
 	src/voltd/notify.c src/voltd/notify.h \
-	src/voltd/life.c src/voltd/life.h
+	src/voltd/life.c src/voltd/life.h \
+	src/voltd/memory.c src/voltd/memory.h
 
 sbin_PROGRAMS += voltd
 voltd_SOURCES = src/voltd/main.c

@@ -16,6 +16,7 @@
 #include "voltd/cfg.h"
 #include "voltd/control.h"
 #include "voltd/life.h"
+#include "voltd/memory.h"
 #include "voltd/notify.h"
 
 #include <errno.h>
@@ -591,7 +592,9 @@ int main(int argc, char **argv)
 	}
 	vcfg_resolve(&cfg);
 
-	/* Rung 2: logging. */
+	/* Rung 2: logging, and the process's malloc policy (before any
+	 * thread: memory.h). */
+	vd_mem_policy();
 	vb_log_init(false);
 	vb_log_set_level(cfg.log.level);
 	if (!opts.foreground) {
