@@ -17,7 +17,8 @@ def expect_408(s, min_s, t0):
     r = rd.response()
     took = time.monotonic() - t0
     assert r.status == 408 and r.header("connection") == "close", r
-    assert min_s <= took < min_s + 2, took
+    assert took >= min_s, took  # not before the deadline; how soon after is a figure
+    bound("test_http_timeouts", "408_after_deadline_s", took - min_s, "<", 2)
     assert rd.at_eof()
 
 
