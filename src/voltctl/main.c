@@ -34,9 +34,8 @@ static void usage(FILE *fp)
 		"  -t, --timeout MS   wait at most MS for a reply (default 10000)\n"
 		"  -h, --help         this text; `voltctl help` lists the daemon's commands\n"
 		"  -V, --version      voltctl's version\n"
-		"Commands (see voltctl(1)): ping, version, help, stats [SECTION], metrics,\n"
-		"hist NAME, config [KEY...], schema, set KEY VALUE..., clear counters, reload,\n"
-		"drain, undrain, top.\n"
+		"Commands: `voltctl help` lists the daemon's, with their arguments (each\n"
+		"written once, in the daemon's command table; voltctl(1)); top is voltctl's own.\n"
 		"Exit: 0 ok, 1 refused or failed, 2 usage, 69 daemon unreachable, 75 busy, 77 permission denied.\n",
 		VOLTD_DEFAULT_CONTROL_SOCKET);
 }
