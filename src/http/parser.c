@@ -88,6 +88,9 @@ struct vhttp_parser {
 	/* The request being built (owned until handed out). */
 	struct vhttp_request *req;
 	size_t body_cap;
+	/* A request's memory given back (vhttp_request_release), for the
+	 * next one: kept across vhttp_parser_reset. */
+	struct vhttp_request *spare;
 
 	/* Set by callbacks for next(). */
 	enum vhttp_event ev;
@@ -384,10 +387,18 @@ static int on_headers_complete(llhttp_t *ll)
 	 * Clearing the flag keeps llhttp from switching protocols. */
 	ll->upgrade = 0;
 
-	struct vhttp_request *r = malloc(sizeof(*r) + p->url_len + 1 + p->host_len + 1);
-	if (!r)
-		return fail(p, 503, "out of memory");
+	size_t need = sizeof(struct vhttp_request) + p->url_len + 1 + p->host_len + 1;
+	struct vhttp_request *r = p->spare;
+	size_t cap = r ? r->mem_cap : 0;
+	if (cap >= need) {
+		p->spare = NULL;
+	} else {
+		cap = need > VHTTP_REQUEST_MIN ? need : VHTTP_REQUEST_MIN;
+		if (!(r = malloc(cap)))
+			return fail(p, 503, "out of memory");
+	}
 	memset(r, 0, sizeof(*r));
+	r->mem_cap = cap;
 	char *s = (char *)(r + 1);
 	memcpy(s, p->hb, p->url_len);
 	s[p->url_len] = '\0';
@@ -517,6 +528,18 @@ void vhttp_request_free(struct vhttp_request *r)
 	free(r);
 }
 
+void vhttp_request_release(struct vhttp_parser *p, struct vhttp_request *r)
+{
+	if (!p || p->spare) {
+		vhttp_request_free(r);
+		return;
+	}
+	if (!r)
+		return;
+	free(r->body);
+	p->spare = r;
+}
+
 uint8_t *vhttp_request_take_body(struct vhttp_request *r, size_t *len)
 {
 	uint8_t *b = r->body;
@@ -531,9 +554,11 @@ void vhttp_parser_reset(struct vhttp_parser *p)
 	struct vhttp_limits lim = p->lim;
 	char *in = p->in, *hb = p->hb;
 	size_t in_cap = p->in_cap, hb_cap = p->hb_cap;
+	struct vhttp_request *spare = p->spare;
 
 	vhttp_request_free(p->req);
 	memset(p, 0, sizeof(*p));
+	p->spare = spare;
 	p->lim = lim;
 	p->in = in;
 	p->in_cap = in_cap;
@@ -578,6 +603,7 @@ void vhttp_parser_free(struct vhttp_parser *p)
 	if (!p)
 		return;
 	vhttp_request_free(p->req);
+	free(p->spare);
 	free(p->hb);
 	free(p->in);
 	free(p);

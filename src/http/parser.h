@@ -84,9 +84,10 @@ enum vhttp_method {
 };
 
 /*
- * One request. All fields public and read-only; strings point inside the
- * request's own allocation and are NUL-terminated (the lengths exclude the
- * NUL). The request outlives the parser that produced it.
+ * One request. All fields public and read-only but mem_cap (private);
+ * strings point inside the request's own allocation and are NUL-terminated
+ * (the lengths exclude the NUL). The request outlives the parser that
+ * produced it.
  */
 struct vhttp_request {
 	enum vhttp_method method;
@@ -117,7 +118,12 @@ struct vhttp_request {
 	 * request is only borrowed (CONTINUE event). */
 	uint8_t *body;
 	size_t body_len;
+	size_t mem_cap;              /* private: bytes of the allocation */
 };
+
+/* A request's allocation is at least this large, so that the memory of
+ * one request given back to its parser fits the next. */
+#define VHTTP_REQUEST_MIN 512
 
 /* Free a request the caller owns (NULL is fine). */
 void vhttp_request_free(struct vhttp_request *r);
@@ -126,6 +132,10 @@ uint8_t *vhttp_request_take_body(struct vhttp_request *r, size_t *len);
 
 struct vhttp_parser;
 
+/* Done with r (NULL is fine): its body is freed and its memory kept by p
+ * for p's next request (a parser keeps one; p NULL: as vhttp_request_free).
+ * p need not be the parser r came from. */
+void vhttp_request_release(struct vhttp_parser *p, struct vhttp_request *r);
 /* 0, -EINVAL (max_header_bytes is 0), -ENOMEM. max_body_bytes 0 means
  * no request may carry a body (413). */
 int vhttp_parser_new(const struct vhttp_limits *lim, struct vhttp_parser **out);

@@ -17,6 +17,7 @@ struct vjob {
 	struct vjob_result res;
 	bool done;
 	bool body_owned;   /* res.body was malloc'd for this job */
+	bool in_mem;       /* made in the caller's memory (vjob_new_at): not freed */
 	bool fini_done;
 	bool ready;        /* from the input */
 	bool alive;        /* from the input */
@@ -26,6 +27,7 @@ struct vjob {
 	size_t query_len;
 	uint8_t *in_body;  /* owned */
 	size_t in_len;
+	char text[VJOB_TEXT]; /* a short result's body (vjob__body_buf) */
 	alignas(max_align_t) unsigned char state[]; /* kind->state_size bytes */
 };
 
@@ -36,7 +38,11 @@ static inline void *vjob__state(struct vjob *job)
 
 /* Finish with a static body (not freed). Returns VJOB_DONE. */
 int vjob__finish_static(struct vjob *job, int status, const char *ctype, const char *text);
-/* Finish with a malloc'd body; the job frees it. Returns VJOB_DONE. */
+/* Room for a result body of len bytes: the job's own text when it fits,
+ * else malloc'd (NULL: no memory); finish with vjob__finish_owned. */
+uint8_t *vjob__body_buf(struct vjob *job, size_t len);
+/* Finish with a body from vjob__body_buf (or malloc'd); the job frees it.
+ * Returns VJOB_DONE. */
 int vjob__finish_owned(struct vjob *job, int status, const char *ctype, uint8_t *body,
 		       size_t len);
 /* Finish with text/plain printf output. VJOB_DONE or -ENOMEM. */

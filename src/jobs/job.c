@@ -20,7 +20,7 @@ static void set_result(struct vjob *job, int status, const char *ctype, const ui
 	job->res.content_type = ctype;
 	job->res.body = body;
 	job->res.body_len = len;
-	job->body_owned = owned;
+	job->body_owned = owned && body != (const uint8_t *)job->text;
 	job->done = true;
 }
 
@@ -45,7 +45,7 @@ int vjob__finish_fmt(struct vjob *job, int status, const char *fmt, ...)
 	va_end(ap);
 	if (n < 0)
 		return -EINVAL;
-	char *s = malloc((size_t)n + 1);
+	char *s = (char *)vjob__body_buf(job, (size_t)n + 1);
 	if (!s)
 		return -ENOMEM;
 	va_start(ap, fmt);
@@ -71,18 +71,31 @@ static void fail_job(struct vjob *job, int err)
 		vjob__finish_static(job, 500, "text/plain", "internal error\n");
 }
 
+uint8_t *vjob__body_buf(struct vjob *job, size_t len)
+{
+	return len <= sizeof(job->text) ? (uint8_t *)job->text : malloc(len);
+}
+
 int vjob_new(const struct vjob_kind *kind, const struct vjob_config *cfg,
 	     struct vjob_input *in, struct vjob **out)
+{
+	return vjob_new_at(NULL, 0, kind, cfg, in, out);
+}
+
+int vjob_new_at(void *mem, size_t size, const struct vjob_kind *kind,
+		const struct vjob_config *cfg, struct vjob_input *in, struct vjob **out)
 {
 	*out = NULL;
 	size_t state = (kind->state_size + alignof(max_align_t) - 1) &
 		       ~(alignof(max_align_t) - 1);
-	struct vjob *job = calloc(1, sizeof(*job) + state + in->query_len + 1);
+	size_t need = sizeof(struct vjob) + state + in->query_len + 1;
+	struct vjob *job = mem && need <= size ? memset(mem, 0, need) : calloc(1, need);
 	if (!job) {
 		free(in->body);
 		in->body = NULL;
 		return -ENOMEM;
 	}
+	job->in_mem = job == mem;
 	job->kind = kind;
 	char *q = (char *)job->state + state;
 	if (in->query_len)
@@ -114,7 +127,8 @@ void vjob_free(struct vjob *job)
 	if (job->body_owned)
 		free((void *)job->res.body);
 	free(job->in_body);
-	free(job);
+	if (!job->in_mem)
+		free(job);
 }
 
 enum vjob_step vjob_step(struct vjob *job, int64_t deadline_ns)

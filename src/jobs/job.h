@@ -104,6 +104,19 @@ int vjob_new(const struct vjob_kind *kind, const struct vjob_config *cfg,
 /* Free a job, finished or not (NULL is fine). */
 void vjob_free(struct vjob *job);
 
+/*
+ * A job in the caller's memory, so that a caller that keeps job memory for
+ * reuse (the server, per worker) costs no allocation per request: a job
+ * that fits `size` bytes (its state, its query copy, a result body of up to
+ * VJOB_TEXT bytes inline) is made in `mem`, a larger one is allocated as by
+ * vjob_new. vjob_free then leaves `mem` to its owner. mem must be aligned
+ * for max_align_t; NULL (size 0) is vjob_new.
+ */
+#define VJOB_BLOCK 512
+#define VJOB_TEXT 136          /* a sha512 digest line */
+int vjob_new_at(void *mem, size_t size, const struct vjob_kind *kind,
+		const struct vjob_config *cfg, struct vjob_input *in, struct vjob **out);
+
 /* Run one slice until about deadline_ns (see the top of the file). On a
  * finished job: VJOB_DONE again, no work. */
 enum vjob_step vjob_step(struct vjob *job, int64_t deadline_ns);

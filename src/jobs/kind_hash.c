@@ -70,7 +70,7 @@ static int hash_step(struct vjob *job, int64_t deadline_ns)
 	if (EVP_DigestFinal_ex(s->ctx, md, &mdlen) != 1)
 		return -EIO;
 	static const char hex[] = "0123456789abcdef";
-	uint8_t *out = malloc(2 * (size_t)mdlen + 1);
+	uint8_t *out = vjob__body_buf(job, 2 * (size_t)mdlen + 1);
 	if (!out)
 		return -ENOMEM;
 	for (unsigned i = 0; i < mdlen; i++) {

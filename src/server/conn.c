@@ -131,7 +131,7 @@ static void conn_give_back(struct vsrv_conn *c)
 {
 	if (c->out && c->tx == VSRV_TX_IDLE && c->out->niov == 0) {
 		VB_BUG_ON(c->out->n != 0);
-		vsrv__batch_dealloc(c->srv, c->out);
+		vsrv__spare_put(c->srv, VSRV_SPARE_BATCH, c->out);
 		c->out = NULL;
 	}
 	if (c->parser && !c->rbuf && c->rx != VSRV_RX_CONTINUE &&
@@ -142,7 +142,7 @@ static void conn_give_back(struct vsrv_conn *c)
 			vsrv__rx_to(c, VSRV_RX_READ); /* it held nothing */
 	}
 	if (!c->parser && c->slots && c->collect_seq == c->next_seq && !c->pending) {
-		vsrv__slots_put(c->srv, (void *)c->slots);
+		vsrv__spare_put(c->srv, VSRV_SPARE_SLOTS, (void *)c->slots);
 		c->slots = NULL;
 	}
 }

@@ -22,7 +22,9 @@
 #define VOLTD_SERVER_INTERNAL_H
 
 #include <pthread.h>
+#include <stdalign.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -61,11 +63,23 @@ enum vsrv_counter {
 	VSRV_C_COUNT
 };
 
-/* Parsers, slot arrays and batches kept per worker for reuse (see
- * vsrv_wstats). */
-#define VSRV_CACHE 32
-/* Parsers are larger (two buffers of up to 16 KiB): fewer are kept. */
-#define VSRV_PARSER_CACHE 8
+/* Spares (memory.c): what a busy connection takes and an idle one gives
+ * back, and the jobs. A worker keeps up to VSRV_STASH of a kind, a depot
+ * shared by the workers evens them out (mutex, taken once per half a
+ * stash), up to VSRV_DEPOT. */
+enum vsrv_spare { VSRV_SPARE_PARSER, VSRV_SPARE_SLOTS, VSRV_SPARE_BATCH, VSRV_SPARE_JOB,
+		  VSRV_SPARE_COUNT };
+#define VSRV_STASH 16
+#define VSRV_DEPOT 256
+struct vsrv_stash {
+	unsigned n;
+	void *v[VSRV_STASH];
+};
+struct vsrv_depot {
+	pthread_mutex_t mu;
+	unsigned n;
+	void *v[VSRV_DEPOT];
+};
 /* A send that finishes quietly (no wakeup) is collected at the next
  * request, or by the timer this long after it started, so that an idle
  * connection gives its batch back. */
@@ -84,13 +98,9 @@ struct vsrv_wstats {
 	_Atomic uint64_t c[VSRV_C_COUNT];
 	/* per kind (index vjob_kind_index, last = "other"): latency */
 	struct vb_hist *lat; /* [n_kinds], written by this block's worker only */
-	/* Parsers and reorder-slot arrays that idle connections gave back,
-	 * for the next connection that receives bytes on this worker; used by
-	 * this block's worker only (never the last block), freed by vsrv_free. */
-	struct vhttp_parser *parsers[VSRV_PARSER_CACHE];
-	void *slots[VSRV_CACHE];
-	struct vsrv_batch *batches[VSRV_CACHE];
-	unsigned n_parsers, n_slots, n_batches;
+	/* Spares for the next requests on this block's worker, used by
+	 * that worker only (never the last block); memory.c. */
+	struct vsrv_stash stash[VSRV_SPARE_COUNT];
 } vb_cacheline_aligned;
 
 /* ---------------------------------------------------------------- job */
@@ -131,6 +141,8 @@ struct vsrv_job {
 	const uint8_t *body;      /* bytes after the head (vj's result) */
 	size_t body_len;
 	char head[VHTTP_HEAD_MAX];
+	/* vj, when it fits (vjob_new_at): a job costs one spare. */
+	alignas(max_align_t) unsigned char vj_mem[VJOB_BLOCK];
 };
 
 /* ---------------------------------------------------------- connection */
@@ -357,6 +369,8 @@ struct vsrv {
 	struct vsrv_conn *pool_free;   /* freed objects, linked through their first word */
 	void **pool_chunks;
 	unsigned pool_n, pool_cap, pool_used; /* pool_used: of the last chunk */
+	/* memory.c: spares the workers even out (off the request path). */
+	vb_cacheline_aligned struct vsrv_depot depot[VSRV_SPARE_COUNT];
 };
 
 /* Counters of different workers never share a line; the connection count
@@ -399,11 +413,10 @@ static inline struct vsrv_wstats *vsrv__ws(struct vsrv *srv)
 
 /* Move a job's gauge from its stage to `to` (VSRV_J_NONE: leaves). */
 void vsrv__job_stage(struct vsrv *srv, struct vsrv_job *job, enum vsrv_jstage to);
-/* Allocate a job answering `to`. With c, a job in flight: it takes a
- * reference on c's task; NULL: a job its slot owns (made by the task
- * itself). NULL on ENOMEM. */
-struct vsrv_job *vsrv__job_new(struct vsrv *srv, const struct vsrv_reply_to *to,
-			       struct vsrv_conn *c);
+/* A job answering `to` (a spare), without a vjob or a connection: the
+ * parse stage makes its vjob in vj_mem and, for a job in flight, gives it
+ * a reference on its connection. NULL on ENOMEM. */
+struct vsrv_job *vsrv__job_new(struct vsrv *srv, const struct vsrv_reply_to *to);
 /* Free a job: its vjob, its gauge, its connection reference (if held). */
 void vsrv__job_free(struct vsrv *srv, struct vsrv_job *job);
 /* Encode job's head from its result (writer, or parse stage). */
@@ -422,17 +435,18 @@ void vsrv__mem_fini(struct vsrv *srv);
 struct vsrv_conn *vsrv__conn_alloc(struct vsrv *srv); /* zeroed; NULL: no memory */
 void vsrv__conn_dealloc(struct vsrv *srv, struct vsrv_conn *c);
 
-/* The per-worker caches: what a busy connection takes (a parser, its
- * reorder slots, a send batch) and gives back when idle, empty. On a
- * worker its own block's cache first; elsewhere plain malloc and free. */
+/* Spares (memory.c): on a worker its stash first (then the depot, then
+ * malloc); elsewhere plain malloc and free. A spare is given back empty
+ * (a parser is reset, slots are all NULL). */
+void *vsrv__spare_get(struct vsrv *srv, enum vsrv_spare k);  /* NULL: none kept */
+void vsrv__spare_put(struct vsrv *srv, enum vsrv_spare k, void *p);
 struct vhttp_parser *vsrv__parser_get(struct vsrv *srv);   /* NULL: no memory */
 void vsrv__parser_put(struct vsrv *srv, struct vhttp_parser *p);
 void *vsrv__slots_get(struct vsrv *srv, size_t n);          /* zeroed; NULL: no memory */
-void vsrv__slots_put(struct vsrv *srv, void *slots);        /* every slot empty */
 struct vsrv_batch *vsrv__batch_alloc(struct vsrv *srv);     /* NULL: no memory */
-void vsrv__batch_dealloc(struct vsrv *srv, struct vsrv_batch *b);
-/* vsrv_free: free what a block's cache holds. */
-void vsrv__cache_free(struct vsrv_wstats *ws);
+struct vsrv_job *vsrv__job_alloc(struct vsrv *srv);         /* not zeroed; NULL: no memory */
+/* vsrv_free: free every spare (no worker runs). */
+void vsrv__cache_free(struct vsrv *srv);
 
 /* Requests of c not answered yet (task-private counters). */
 static inline uint64_t vsrv__in_flight(const struct vsrv_conn *c)
@@ -503,8 +517,9 @@ void vsrv__reply_init(struct vsrv *srv, struct vhttp_response *r, const struct v
 /* Answer a request that never parsed whole (an error, 408): it takes the
  * next request number, answers in HTTP/1.1 and closes. */
 void vsrv__respond_unparsed(struct vsrv_conn *c, int status, int64_t now);
-/* Answer `to` from the parse stage with vj's result (vj owned). */
-void vsrv__respond_job(struct vsrv_conn *c, const struct vsrv_reply_to *to, struct vjob *vj);
+/* Answer job->to from the parse stage with its finished vjob's result (job
+ * owned: freed, or kept by the request's slot until sent). */
+void vsrv__respond_job(struct vsrv_conn *c, struct vsrv_job *job);
 /* Answer `to` with a status and a short text body (errors, 408, 404, 405
  * with its Allow, shed 503 with Retry-After). */
 void vsrv__respond_status(struct vsrv_conn *c, const struct vsrv_reply_to *to, int status,

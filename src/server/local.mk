@@ -47,6 +47,15 @@ check-fault: voltd$(EXEEXT)
 	$(MAKE) $(AM_MAKEFLAGS) check-TESTS TESTS='$(FAULT_TESTS)'
 .PHONY: check-fault
 
+# Allocations per request (tests/integration/test_alloc.py): an LD_PRELOAD
+# interposer counting malloc and friends into a shared file.
+check_PROGRAMS += tests/helpers/malloc_count.so
+tests_helpers_malloc_count_so_SOURCES = tests/helpers/malloc_count.c
+tests_helpers_malloc_count_so_CFLAGS = $(AM_CFLAGS) -fPIC
+tests_helpers_malloc_count_so_LDFLAGS = $(AM_LDFLAGS) -shared
+TESTS += tests/integration/test_alloc.py
+EXTRA_DIST += tests/integration/test_alloc.py
+
 # The connection-object pool under concurrent take / give back.
 check_PROGRAMS += tests/unit/test_server_pool
 TESTS += tests/unit/test_server_pool

@@ -10,15 +10,26 @@
  *  - Bodies of 64 KiB and more are mmap'd by malloc, so freeing one
  *    returns it to the system: the process's malloc policy (a fixed
  *    M_MMAP_THRESHOLD) is the daemon's (src/voltd/main.c).
- *  - Parsers, reorder-slot arrays and send batches that idle connections
- *    give back wait in per-worker caches (bounded) for the next connection
- *    that receives bytes on that worker.
+ *  - Spares: parsers, reorder-slot arrays and send batches that idle
+ *    connections give back, and the jobs (struct vsrv_job with its vjob
+ *    inside; a parser keeps its last request's memory) wait in per-worker
+ *    stashes for the next request on that worker: a request on the hot path
+ *    allocates nothing once the stashes are warm. A stash is used only by
+ *    its own worker's thread, so what another worker frees goes to that
+ *    worker's stash; a worker that frees more than it takes (connections
+ *    move between workers) passes half a stash to the kind's depot, where a
+ *    worker that runs dry takes half a stash: the depot's mutex is taken
+ *    once per half a stash at most, never per request, and no stash needs
+ *    an atomic. Other threads (drop() after a non-worker's release,
+ *    vsrv_free) allocate and free directly. Everything is bounded.
  *  - vsrv_freed_mark tells whoever trims malloc's arenas (the daemon's
  *    main loop, src/voltd/life.c) whether the server freed anything since
  *    its last look.
  *
  * Threading: the pool is taken by acceptors (any worker) and filled by
- * drop() (any thread) under pool_mu; vsrv_freed_mark, any thread.
+ * drop() (any thread) under pool_mu; a stash by its own worker only; a
+ * depot under its mutex, never held while calling out; vsrv_freed_mark,
+ * any thread.
  */
 #include "config.h"
 #include "server/internal.h"
@@ -32,6 +43,8 @@
 void vsrv__mem_init(struct vsrv *srv)
 {
 	pthread_mutex_init(&srv->pool_mu, NULL);
+	for (unsigned k = 0; k < VSRV_SPARE_COUNT; k++)
+		pthread_mutex_init(&srv->depot[k].mu, NULL);
 }
 
 struct vsrv_conn *vsrv__conn_alloc(struct vsrv *srv)
@@ -82,82 +95,127 @@ void vsrv__conn_dealloc(struct vsrv *srv, struct vsrv_conn *c)
 
 /* ------------------------------------------------- per-worker caches */
 
-/* This worker's cache block; NULL on another thread (no cache there). */
-static struct vsrv_wstats *cache_ws(struct vsrv *srv)
+/* Per kind: how many a worker keeps, how many the depot keeps, how one is
+ * made and freed. Parsers are large (their buffers): few are kept. */
+static const struct {
+	unsigned keep, depot;
+} limits[VSRV_SPARE_COUNT] = {
+	[VSRV_SPARE_PARSER] = { 4, 16 },
+	[VSRV_SPARE_SLOTS] = { VSRV_STASH, VSRV_DEPOT },
+	[VSRV_SPARE_BATCH] = { VSRV_STASH, 128 },
+	[VSRV_SPARE_JOB] = { VSRV_STASH, VSRV_DEPOT },
+};
+
+static void spare_free(enum vsrv_spare k, void *p)
+{
+	if (k == VSRV_SPARE_PARSER)
+		vhttp_parser_free(p);
+	else
+		free(p);
+}
+
+/* This worker's stash of kind k; NULL on another thread (none there). */
+static struct vsrv_stash *stash(struct vsrv *srv, enum vsrv_spare k)
 {
 	int w = vrt_worker_id();
 
-	return w >= 0 && (unsigned)w < srv->nworkers ? &srv->ws[w] : NULL;
+	return w >= 0 && (unsigned)w < srv->nworkers ? &srv->ws[w].stash[k] : NULL;
+}
+
+/* Move up to n spares from one stack to the other (the depot's mutex held). */
+static void move_spares(void **from, unsigned *from_n, void **to, unsigned *to_n, unsigned to_max,
+			unsigned n)
+{
+	while (n-- && *from_n && *to_n < to_max)
+		to[(*to_n)++] = from[--*from_n];
+}
+
+void *vsrv__spare_get(struct vsrv *srv, enum vsrv_spare k)
+{
+	struct vsrv_stash *s = stash(srv, k);
+	struct vsrv_depot *d = &srv->depot[k];
+
+	if (!s)
+		return NULL;
+	if (!s->n) {
+		/* Run dry: take half a stash from what other workers gave
+		 * back (a worker that frees more than it takes fills it). */
+		pthread_mutex_lock(&d->mu);
+		move_spares(d->v, &d->n, s->v, &s->n, limits[k].keep, limits[k].keep / 2);
+		pthread_mutex_unlock(&d->mu);
+	}
+	return s->n ? s->v[--s->n] : NULL;
+}
+
+void vsrv__spare_put(struct vsrv *srv, enum vsrv_spare k, void *p)
+{
+	struct vsrv_stash *s = stash(srv, k);
+	struct vsrv_depot *d = &srv->depot[k];
+
+	if (!s) {
+		spare_free(k, p);
+		return;
+	}
+	if (s->n == limits[k].keep) {
+		/* Full: half of it to the depot for the workers that take
+		 * more than they free; what the depot has no room for is freed. */
+		pthread_mutex_lock(&d->mu);
+		move_spares(s->v, &s->n, d->v, &d->n, limits[k].depot, limits[k].keep / 2);
+		pthread_mutex_unlock(&d->mu);
+		while (s->n > limits[k].keep / 2)
+			spare_free(k, s->v[--s->n]);
+	}
+	s->v[s->n++] = p;
 }
 
 struct vhttp_parser *vsrv__parser_get(struct vsrv *srv)
 {
-	struct vsrv_wstats *ws = cache_ws(srv);
-	struct vhttp_parser *p;
+	struct vhttp_parser *p = vsrv__spare_get(srv, VSRV_SPARE_PARSER);
 
-	if (ws && ws->n_parsers)
-		return ws->parsers[--ws->n_parsers];
-	return vhttp_parser_new(&srv->limits, &p) < 0 ? NULL : p;
+	return p || vhttp_parser_new(&srv->limits, &p) == 0 ? p : NULL;
 }
 
 void vsrv__parser_put(struct vsrv *srv, struct vhttp_parser *p)
 {
-	struct vsrv_wstats *ws = cache_ws(srv);
-
-	if (ws && ws->n_parsers < VSRV_PARSER_CACHE) {
-		vhttp_parser_reset(p);
-		ws->parsers[ws->n_parsers++] = p;
-	} else {
-		vhttp_parser_free(p);
-	}
+	vhttp_parser_reset(p);
+	vsrv__spare_put(srv, VSRV_SPARE_PARSER, p);
 }
 
 void *vsrv__slots_get(struct vsrv *srv, size_t n)
 {
-	struct vsrv_wstats *ws = cache_ws(srv);
+	void *slots = vsrv__spare_get(srv, VSRV_SPARE_SLOTS);
 
-	if (ws && ws->n_slots)
-		return ws->slots[--ws->n_slots];
-	return calloc(n, sizeof(struct vsrv_job *));
-}
-
-void vsrv__slots_put(struct vsrv *srv, void *slots)
-{
-	struct vsrv_wstats *ws = cache_ws(srv);
-
-	if (ws && ws->n_slots < VSRV_CACHE)
-		ws->slots[ws->n_slots++] = slots;
-	else
-		free(slots);
+	return slots ? slots : calloc(n, sizeof(struct vsrv_job *));
 }
 
 struct vsrv_batch *vsrv__batch_alloc(struct vsrv *srv)
 {
-	struct vsrv_wstats *ws = cache_ws(srv);
+	struct vsrv_batch *b = vsrv__spare_get(srv, VSRV_SPARE_BATCH);
 
-	if (ws && ws->n_batches)
-		return ws->batches[--ws->n_batches];
-	return malloc(sizeof(struct vsrv_batch));
+	return b ? b : malloc(sizeof(*b));
 }
 
-void vsrv__batch_dealloc(struct vsrv *srv, struct vsrv_batch *b)
+struct vsrv_job *vsrv__job_alloc(struct vsrv *srv)
 {
-	struct vsrv_wstats *ws = cache_ws(srv);
+	struct vsrv_job *job = vsrv__spare_get(srv, VSRV_SPARE_JOB);
 
-	if (ws && ws->n_batches < VSRV_CACHE)
-		ws->batches[ws->n_batches++] = b;
-	else
-		free(b);
+	return job ? job : malloc(sizeof(*job)); /* aligned for max_align_t */
 }
 
-void vsrv__cache_free(struct vsrv_wstats *ws)
+void vsrv__cache_free(struct vsrv *srv)
 {
-	while (ws->n_parsers)
-		vhttp_parser_free(ws->parsers[--ws->n_parsers]);
-	while (ws->n_slots)
-		free(ws->slots[--ws->n_slots]);
-	while (ws->n_batches)
-		free(ws->batches[--ws->n_batches]);
+	for (unsigned k = 0; k < VSRV_SPARE_COUNT; k++) {
+		struct vsrv_depot *d = &srv->depot[k];
+
+		for (unsigned w = 0; w < srv->nworkers; w++) {
+			struct vsrv_stash *s = &srv->ws[w].stash[k];
+			while (s->n)
+				spare_free(k, s->v[--s->n]);
+		}
+		while (d->n)
+			spare_free(k, d->v[--d->n]);
+		pthread_mutex_destroy(&d->mu);
+	}
 }
 
 /* ------------------------------------------------------------ trimming */

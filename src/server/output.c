@@ -211,18 +211,17 @@ void vsrv__reply_init(struct vsrv *srv, struct vhttp_response *r, const struct v
 }
 
 /*
- * Answer `to` from the parse stage. With vj (a finished job, owned: freed
- * here or by the job that carries it) the answer is its result; without,
- * r's status with a short text body. Straight into the batch when it is
- * next in order and fits, otherwise through a job in the request's slot,
+ * Answer `to` from the parse stage. With job (owned, `to` its own; its vjob
+ * finished) the answer is the vjob's result; without, r's status with a
+ * short text body. Straight into the batch when it is next in order and
+ * fits (the job is freed), otherwise through a job in the request's slot,
  * collected in turn.
  */
 static void respond(struct vsrv_conn *c, const struct vsrv_reply_to *to, struct vhttp_response *r,
-		    struct vjob *vj)
+		    struct vsrv_job *job)
 {
 	struct vsrv *srv = c->srv;
-	const struct vjob_result *res = vj ? vjob_result(vj) : NULL;
-	struct vsrv_job *job;
+	const struct vjob_result *res = job ? vjob_result(job->vj) : NULL;
 	int n;
 
 	if (res) {
@@ -249,18 +248,16 @@ static void respond(struct vsrv_conn *c, const struct vsrv_reply_to *to, struct 
 			batch_add_raw(c, (size_t)n);
 			batch_meta(c, NULL, to->kind, r->status, to->t0, r->close, (size_t)n);
 			c->collect_seq++;
-			vjob_free(vj);
+			if (job)
+				vsrv__job_free(srv, job);
 			return;
 		}
 	}
 	/* A job the slot owns: no connection reference (we are the task). */
-	job = vsrv__job_new(srv, to, NULL);
-	if (!job) {
-		vjob_free(vj);
+	if (!job && !(job = vsrv__job_new(srv, to))) {
 		vsrv__conn_abort(c, "out of memory for a response");
 		return;
 	}
-	job->vj = vj;
 	job->status = r->status;
 	job->to.close = r->close;
 	if (res) {
@@ -281,12 +278,12 @@ static void respond(struct vsrv_conn *c, const struct vsrv_reply_to *to, struct 
 	atomic_store_explicit(&c->slots[to->seq & c->slot_mask], job, memory_order_relaxed);
 }
 
-void vsrv__respond_job(struct vsrv_conn *c, const struct vsrv_reply_to *to, struct vjob *vj)
+void vsrv__respond_job(struct vsrv_conn *c, struct vsrv_job *job)
 {
 	struct vhttp_response r;
 
-	vsrv__reply_init(c->srv, &r, to, 200);
-	respond(c, to, &r, vj);
+	vsrv__reply_init(c->srv, &r, &job->to, 200);
+	respond(c, &job->to, &r, job);
 }
 
 void vsrv__respond_status(struct vsrv_conn *c, const struct vsrv_reply_to *to, int status,

@@ -84,7 +84,6 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 		.close = !req->keep_alive,
 		.head_only = req->method == VHTTP_M_HEAD,
 	};
-	struct vjob *vj = NULL;
 	struct vsrv_job *job;
 	bool waits = false;
 
@@ -102,6 +101,12 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 		break;
 	}
 	to.kind = (uint8_t)vjob_kind_index(kind);
+	/* The job first: its vjob is made inside it (vj_mem). */
+	job = vsrv__job_new(srv, &to);
+	if (!job) {
+		vsrv__respond_status(c, &to, 503, NULL);
+		goto out;
+	}
 	struct vjob_input in = {
 		.query = req->query,
 		.query_len = req->query_len,
@@ -117,21 +122,19 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 	struct vjob_config jc = srv->jcfg;
 	jc.spin_max_n = vsrv__live(srv, spin_max_n);
 	jc.sleep_max_ms = vsrv__live(srv, sleep_max_ms);
-	if (vjob_new(kind, &jc, &in, &vj) < 0) {
+	if (vjob_new_at(job->vj_mem, sizeof(job->vj_mem), kind, &jc, &in, &job->vj) < 0) {
+		vsrv__job_free(srv, job);
 		vsrv__respond_status(c, &to, 503, NULL);
 		goto out;
 	}
-	if (vjob_done(vj)) {
-		vsrv__respond_job(c, &to, vj);
+	if (vjob_done(job->vj)) {
+		vsrv__respond_job(c, job);
 		goto out;
 	}
-	job = vsrv__job_new(srv, &to, c);
-	if (!job) {
-		vjob_free(vj);
-		vsrv__respond_status(c, &to, 503, NULL);
-		goto out;
-	}
-	job->vj = vj;
+	/* In flight: the job holds a reference on its connection until it
+	 * is deposited in the slot. */
+	job->conn = c;
+	vrt_task_ref(&c->task);
 	if (body_len >= VSRV_HOLD_MIN) {
 		/* The body moved from the parser (released by conn_sync_held)
 		 * to the job, which holds it until the response is sent. */
@@ -140,7 +143,7 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 	}
 	waits = dispatch(c, job);
 out:
-	vhttp_request_free(req);
+	vhttp_request_release(c->parser, req); /* its memory for the next */
 	return waits;
 }
 

@@ -660,10 +660,9 @@ void vsrv_free(struct vsrv *srv)
 	if (srv->replies)
 		vch_free(srv->replies);
 	if (srv->ws) {
-		for (unsigned w = 0; w <= srv->nworkers; w++) {
+		vsrv__cache_free(srv);
+		for (unsigned w = 0; w <= srv->nworkers; w++)
 			free(srv->ws[w].lat);
-			vsrv__cache_free(&srv->ws[w]);
-		}
 		free(srv->ws);
 	}
 	pthread_mutex_destroy(&srv->reg_mu);

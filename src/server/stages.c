@@ -54,22 +54,16 @@ void vsrv__job_stage(struct vsrv *srv, struct vsrv_job *job, enum vsrv_jstage to
 	job->stage = (uint8_t)to;
 }
 
-struct vsrv_job *vsrv__job_new(struct vsrv *srv, const struct vsrv_reply_to *to,
-			       struct vsrv_conn *c)
+struct vsrv_job *vsrv__job_new(struct vsrv *srv, const struct vsrv_reply_to *to)
 {
 	/* Only the fields before head[] need zeroing; head[] is written by
 	 * encode. */
-	struct vsrv_job *job = malloc(sizeof(*job));
+	struct vsrv_job *job = vsrv__job_alloc(srv);
 
-	(void)srv;
 	if (!job)
 		return NULL;
 	memset(job, 0, offsetof(struct vsrv_job, head));
 	job->to = *to;
-	if (c) {
-		job->conn = c;
-		vrt_task_ref(&c->task);
-	}
 	return job;
 }
 
@@ -81,7 +75,7 @@ void vsrv__job_free(struct vsrv *srv, struct vsrv_job *job)
 	vjob_free(job->vj);
 	if (job->conn)
 		vrt_task_unref(&job->conn->task); /* may drop the connection */
-	free(job);
+	vsrv__spare_put(srv, VSRV_SPARE_JOB, job);
 }
 
 void vsrv__job_encode(struct vsrv *srv, struct vsrv_job *job)

@@ -463,6 +463,51 @@ static void test_reset_is_like_new(void **state)
 	}
 }
 
+/* A request given back (vhttp_request_release) lends its memory to the
+ * parser's next request, across a reset too; one too large for it gets
+ * memory of its own; the parser frees what it keeps. */
+static void test_released_request_memory_is_reused(void **state)
+{
+	(void)state;
+	struct vhttp_limits lim = lim_default();
+	struct vhttp_parser *p;
+	struct vhttp_request *r;
+	void *first;
+	const char *a = "GET /a?x=1 HTTP/1.1\r\nHost: one\r\n\r\n";
+	const char *b = "GET /bb HTTP/1.1\r\nHost: two\r\n\r\n";
+
+	assert_int_equal(vhttp_parser_new(&lim, &p), 0);
+	vhttp_parser_feed(p, a, strlen(a));
+	assert_int_equal(vhttp_parser_next(p, &r), VHTTP_EV_REQUEST);
+	first = r;
+	vhttp_request_release(p, r);
+	vhttp_parser_feed(p, b, strlen(b));
+	assert_int_equal(vhttp_parser_next(p, &r), VHTTP_EV_REQUEST);
+	assert_ptr_equal(r, first);
+	assert_string_equal(r->path, "/bb");
+	assert_string_equal(r->query, "");
+	assert_string_equal(r->host, "two");
+	assert_null(r->body);
+	vhttp_request_release(p, r);
+	vhttp_parser_reset(p);
+	vhttp_parser_feed(p, a, strlen(a));
+	assert_int_equal(vhttp_parser_next(p, &r), VHTTP_EV_REQUEST);
+	assert_ptr_equal(r, first);
+	assert_string_equal(r->query, "x=1");
+	vhttp_request_release(p, r);
+	/* A target longer than the memory kept: its own. */
+	char big[VHTTP_REQUEST_MIN + 64];
+	int n = snprintf(big, sizeof(big), "GET /%0*d HTTP/1.1\r\nHost: h\r\n\r\n",
+			 VHTTP_REQUEST_MIN, 7);
+	vhttp_parser_feed(p, big, (size_t)n);
+	assert_int_equal(vhttp_parser_next(p, &r), VHTTP_EV_REQUEST);
+	assert_ptr_not_equal(r, first);
+	assert_int_equal(r->path_len, VHTTP_REQUEST_MIN + 1);
+	vhttp_request_release(p, r); /* the parser keeps one: this is freed */
+	vhttp_request_release(NULL, NULL);
+	vhttp_parser_free(p);
+}
+
 static void test_keep_alive_rules(void **state)
 {
 	(void)state;
@@ -873,6 +918,7 @@ int main(void)
 		cmocka_unit_test(test_pipelined),
 		cmocka_unit_test(test_ows_spaces_and_tabs),
 		cmocka_unit_test(test_reset_is_like_new),
+		cmocka_unit_test(test_released_request_memory_is_reused),
 		cmocka_unit_test(test_pipelined_leftover_stays_buffered),
 		cmocka_unit_test(test_read_buffer_back_pressure),
 		cmocka_unit_test(test_keep_alive_rules),

@@ -246,6 +246,47 @@ static void test_spin_reference_values(void **state)
 	vjob_free(j);
 }
 
+/* vjob_new_at: a job that fits is made in the caller's memory, its short
+ * result inline, and vjob_free leaves the memory (the server reuses it per
+ * request); one that does not fit is allocated as by vjob_new. */
+static void test_job_in_callers_memory(void **state)
+{
+	(void)state;
+	struct vjob_config c = cfg();
+	static _Alignas(max_align_t) unsigned char mem[VJOB_BLOCK];
+	const struct vjob_kind *spin = vjob_kind_by_name("spin");
+	struct vjob_input in = { .query = "n=1000", .query_len = 6 };
+	struct vjob *j;
+
+	for (int round = 0; round < 2; round++) {
+		memset(mem, 0xa5, sizeof(mem)); /* what the last job left */
+		assert_int_equal(vjob_new_at(mem, sizeof(mem), spin, &c, &in, &j), 0);
+		assert_ptr_equal(j, (void *)mem);
+		const struct vjob_result *r = run(j);
+		expect_text(r, 200, "6248290529083013365\n");
+		assert_true(r->body >= mem && r->body + r->body_len <= mem + sizeof(mem));
+		vjob_free(j);
+	}
+	/* A query too long for the memory: the job is its own. */
+	char q[VJOB_BLOCK + 8];
+	memset(q, 'x', sizeof(q));
+	memcpy(q, "n=1&x=", 6);
+	in = (struct vjob_input){ .query = q, .query_len = sizeof(q) };
+	assert_int_equal(vjob_new_at(mem, sizeof(mem), spin, &c, &in, &j), 0);
+	assert_true((unsigned char *)j < mem || (unsigned char *)j >= mem + sizeof(mem));
+	assert_int_equal(run(j)->status, 200);
+	vjob_free(j);
+	/* A result longer than VJOB_TEXT is allocated (and freed with the job). */
+	static const char body[] = "abc";
+	in = (struct vjob_input){ .query = "alg=sha512", .query_len = 10, .body = malloc(3),
+				  .body_len = 3 };
+	memcpy(in.body, body, 3);
+	assert_int_equal(vjob_new_at(mem, sizeof(mem), vjob_kind_by_name("hash"), &c, &in, &j), 0);
+	assert_ptr_equal(j, (void *)mem);
+	assert_int_equal(run(j)->body_len, 129);
+	vjob_free(j);
+}
+
 static void test_spin_400(void **state)
 {
 	(void)state;
@@ -569,6 +610,7 @@ int main(void)
 		cmocka_unit_test(test_healthz_and_readyz_finish_at_once),
 		cmocka_unit_test(test_echo),
 		cmocka_unit_test(test_spin_reference_values),
+		cmocka_unit_test(test_job_in_callers_memory),
 		cmocka_unit_test(test_spin_400),
 		cmocka_unit_test(test_spin_runs_in_slices),
 		cmocka_unit_test(test_sleep_never_blocks),
