@@ -17,8 +17,8 @@
  * over all connections; -R HEAVY_RATE adds HEAVY_PATH requests at their own
  * rate (the two schedules are independent and merged in time order). A
  * request whose time came while every connection was busy waits in one
- * queue, its latency counting from its scheduled time; connections are
- * taken round robin. Open loop, at the end of the window nothing new is
+ * queue, its latency counting from its scheduled time; the connection
+ * idle longest takes it (they take turns). Open loop, at the end of the window nothing new is
  * sent: requests still queued count as errors, and responses in flight are
  * awaited for up to -w GRACE seconds (default 5) and counted with their
  * whole latency (after that, errors), so a server that falls behind cannot
@@ -81,6 +81,9 @@ static struct lat lats[NCLASS];
 static uint64_t errors[NCLASS], status_err[NCLASS], counter;
 static unsigned heavy_every;
 static unsigned busy_n;
+/* Open loop: the idle connections, oldest first (so they take turns). */
+static struct conn **idle;
+static size_t idle_head, idle_n, idle_cap;
 static int ep;
 
 static int64_t now_ns(void)
@@ -133,8 +136,11 @@ static void conn_open(struct conn *c)
 
 static void set_idle(struct conn *c)
 {
-	if (c->busy)
+	if (c->busy) {
 		busy_n--;
+		if (idle)
+			idle[(idle_head + idle_n++) % idle_cap] = c;
+	}
 	c->busy = false;
 }
 
@@ -284,7 +290,7 @@ static char *make_req(const char *host, const char *path, size_t *len)
 
 int main(int argc, char **argv)
 {
-	unsigned conns = 64, rr = 0;
+	unsigned conns = 64;
 	double secs = 8, rate[NCLASS] = { 0, 0 }, grace = 5;
 	struct conn *cs;
 	int64_t start, end, next_due[NCLASS], interval[NCLASS] = { 0, 0 };
@@ -339,6 +345,16 @@ usage:
 	}
 	for (unsigned i = 0; i < conns; i++)
 		conn_open(&cs[i]);
+	if (open_loop) {
+		idle_cap = conns;
+		idle = malloc(idle_cap * sizeof(*idle));
+		if (!idle) {
+			perror("setup");
+			return 1;
+		}
+		for (unsigned i = 0; i < conns; i++)
+			idle[idle_n++] = &cs[i];
+	}
 	start = now_ns();
 	end = start + (int64_t)(secs * 1e9);
 	for (int k = 0; k < NCLASS; k++) {
@@ -369,17 +385,18 @@ usage:
 				queue[(qhead + qlen++) % qcap] = (struct due){ next_due[k], k };
 				next_due[k] += interval[k];
 			}
-			/* Round robin over the idle connections. */
-			for (unsigned i = 0; i < conns && qlen && busy_n < conns; i++) {
-				struct conn *c = &cs[(rr + i) % conns];
+			/* The connection idle longest takes the next one due
+			 * (a reset one may sit in the ring while busy: skip). */
+			while (qlen && idle_n) {
+				struct conn *c = idle[idle_head];
 
-				if (!c->busy) {
-					send_req(c, queue[qhead].cls, queue[qhead].t);
-					qhead = (qhead + 1) % qcap;
-					qlen--;
-					rr = (rr + i + 1) % conns;
-					i = (unsigned)-1; /* from the next one on */
-				}
+				idle_head = (idle_head + 1) % idle_cap;
+				idle_n--;
+				if (c->busy)
+					continue;
+				send_req(c, queue[qhead].cls, queue[qhead].t);
+				qhead = (qhead + 1) % qcap;
+				qlen--;
 			}
 			wait_ns = (next_due[LIGHT] < next_due[HEAVY] ? next_due[LIGHT] : next_due[HEAVY]) - now;
 			if (wait_ns > end - now)

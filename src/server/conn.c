@@ -555,7 +555,7 @@ static enum vrt_poll step_recv(struct vsrv_conn *c, bool *progress)
  * budget_blocks). */
 static void step_budget(struct vsrv_conn *c)
 {
-	if (c->rx_held || (c->srv->cfg.on_full == VSRV_ON_FULL_SHED && c->parser &&
+	if (c->rx_held || (c->srv->cfg.on_full != VSRV_ON_FULL_WAIT && c->parser &&
 			   vhttp_parser_body_held(c->parser)))
 		conn_sync_held(c);
 }

@@ -40,6 +40,7 @@
 #include "io/io.h"
 #include "jobs/job.h"
 #include "rt/rt.h"
+#include "server/admit.h"
 #include "server/server.h"
 
 /* ------------------------------------------------------------ counters */
@@ -135,6 +136,7 @@ struct vsrv_job {
 	struct vsrv_job *next;    /* exec run queue; the per-worker cache */
 	struct vsrv_reply_to to;
 	uint8_t stage;            /* enum vsrv_jstage, for the gauges */
+	bool refused;             /* codel: taken too late, answered 503 unrun (admit.c) */
 	uint16_t head_len;
 	int status;
 	size_t held;              /* bytes charged to srv->inflight (vsrv__hold) */
@@ -318,6 +320,7 @@ struct vsrv {
 		_Atomic uint32_t send_timeout_ms, retry_after_s;
 		_Atomic bool access_log;
 		_Atomic uint64_t spin_max_n, sleep_max_ms;
+		_Atomic uint32_t codel_target_ms, codel_interval_ms;
 	} live;
 	struct vrt *rt;
 	struct vio *io;
@@ -371,6 +374,9 @@ struct vsrv {
 	unsigned pool_n, pool_cap, pool_used; /* pool_used: of the last chunk */
 	/* memory.c: spares the workers even out (off the request path). */
 	vb_cacheline_aligned struct vsrv_depot depot[VSRV_SPARE_COUNT];
+
+	/* admit.c: on_full = codel (its lines are its own, admit.h) */
+	struct vsrv_admit admit;
 };
 
 /* Counters of different workers never share a line; the connection count
@@ -381,6 +387,9 @@ static_assert(offsetof(struct vsrv, paused_n) - offsetof(struct vsrv, conns_open
 	      "conns_open and paused_n share a line");
 /* Two fields on different cache lines (the struct is line-aligned). */
 #define VSRV_APART(a, b) (offsetof(struct vsrv, a) / VB_CACHELINE != offsetof(struct vsrv, b) / VB_CACHELINE)
+/* admit.h: the exec tasks' line and the flag every codel dispatch reads. */
+static_assert(VSRV_APART(admit.refusing, admit.interval_end) && VSRV_APART(admit.interval_end, pool_mu),
+	      "codel's state shares a line");
 /* What every request reads stays off the lines others write on the way
  * (scaling-on-paper review, rows 11, 14, 15). */
 static_assert(VSRV_APART(ws, inflight) && VSRV_APART(ws, pool_mu) && VSRV_APART(ws, reg_mu) &&

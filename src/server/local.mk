@@ -2,8 +2,9 @@
 # src/server: the HTTP/1.1 front end and the three stages, and their
 # integration tests (pytest, run once per I/O backend).
 libvolt_a_SOURCES += \
-	src/server/server.h src/server/internal.h \
+	src/server/server.h src/server/internal.h src/server/admit.h \
 	src/server/server.c \
+	src/server/admit.c \
 	src/server/conn.c \
 	src/server/request.c \
 	src/server/deadline.c \
@@ -21,7 +22,8 @@ TESTS += \
 	tests/integration/test_seam.py \
 	tests/integration/test_line_audit.py \
 	tests/integration/test_access_log.py \
-	tests/integration/test_line_audit.py
+	tests/integration/test_line_audit.py \
+	tests/integration/test_admit.py
 EXTRA_DIST += \
 	tests/integration/httputil.py \
 	tests/integration/test_access_log.py \
@@ -30,7 +32,8 @@ EXTRA_DIST += \
 	tests/integration/test_http_timeouts.py \
 	tests/integration/test_http_load.py \
 	tests/integration/test_adversarial.py \
-	tests/integration/test_seam.py
+	tests/integration/test_seam.py \
+	tests/integration/test_admit.py
 
 # The fault suite (tests/fault, issue 17): network faults (namespaces, loss,
 # a rate-limited link), client faults (resets, half-closes, cut pipelines),

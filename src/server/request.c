@@ -5,7 +5,8 @@
  * connection when the server or the kind decides at once (404, 405,
  * /healthz, every 400 a kind finds), otherwise a job carrying the
  * request's struct vsrv_reply_to, offered to `jobs` (on_full = wait: left
- * in c->pending until there is room; shed: 503 with Retry-After).
+ * in c->pending until there is room; shed: 503 with Retry-After; codel: as
+ * shed, and 503 while the jobs' wait stands above its target, admit.c).
  *
  * Threading: the connection's task (task-private state of struct
  * vsrv_conn); once on `jobs` a job is an executor's.
@@ -52,8 +53,12 @@ static bool dispatch(struct vsrv_conn *c, struct vsrv_job *job)
 	struct vsrv *srv = c->srv;
 	enum vch_status st;
 
-	if (srv->cfg.on_full == VSRV_ON_FULL_SHED && job->held && vsrv__over_budget(srv)) {
+	if (srv->cfg.on_full != VSRV_ON_FULL_WAIT && job->held && vsrv__over_budget(srv)) {
 		VSRV_INC(srv, budget_shed);
+		VSRV_INC(srv, shed);
+	} else if (srv->cfg.on_full == VSRV_ON_FULL_CODEL && vsrv__admit_refuses(srv)) {
+		/* codel: the jobs' wait stands above its target (admit.c). */
+		VSRV_INC(srv, delay_shed);
 		VSRV_INC(srv, shed);
 	} else if (srv->cfg.on_full == VSRV_ON_FULL_WAIT) {
 		st = send_job(c, job, true);

@@ -61,6 +61,8 @@ int vsrv_config_check(const struct vsrv_config *c)
 		return -EINVAL;
 	if (c->jobs_capacity == 0 || c->replies_capacity == 0 || c->slice_us == 0)
 		return -EINVAL;
+	if (c->on_full > VSRV_ON_FULL_CODEL || c->codel_target_ms == 0 || c->codel_interval_ms == 0)
+		return -EINVAL;
 	return 0;
 }
 
@@ -487,7 +489,8 @@ bool vsrv_ready(const struct vsrv *srv)
 
 int vsrv_set_live(struct vsrv *srv, const struct vsrv_config *cfg)
 {
-	if (!cfg->header_timeout_ms || !cfg->body_timeout_ms || !cfg->idle_timeout_ms || !cfg->send_timeout_ms)
+	if (!cfg->header_timeout_ms || !cfg->body_timeout_ms || !cfg->idle_timeout_ms || !cfg->send_timeout_ms ||
+	    !cfg->codel_target_ms || !cfg->codel_interval_ms)
 		return -EINVAL;
 	/* Relaxed: each value stands alone; see the Ordering block. */
 	atomic_store_explicit(&srv->live.header_timeout_ms, cfg->header_timeout_ms, memory_order_relaxed);
@@ -498,6 +501,8 @@ int vsrv_set_live(struct vsrv *srv, const struct vsrv_config *cfg)
 	atomic_store_explicit(&srv->live.spin_max_n, cfg->spin_max_n, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.sleep_max_ms, cfg->sleep_max_ms, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.access_log, cfg->access_log, memory_order_relaxed);
+	atomic_store_explicit(&srv->live.codel_target_ms, cfg->codel_target_ms, memory_order_relaxed);
+	atomic_store_explicit(&srv->live.codel_interval_ms, cfg->codel_interval_ms, memory_order_relaxed);
 	return 0;
 }
 
@@ -511,6 +516,8 @@ void vsrv_get_live(struct vsrv *srv, struct vsrv_config *out)
 	out->spin_max_n = vsrv__live(srv, spin_max_n);
 	out->sleep_max_ms = (unsigned)vsrv__live(srv, sleep_max_ms);
 	out->access_log = vsrv__live(srv, access_log);
+	out->codel_target_ms = vsrv__live(srv, codel_target_ms);
+	out->codel_interval_ms = vsrv__live(srv, codel_interval_ms);
 }
 
 void vsrv_set_alive(struct vsrv *srv, bool alive)
@@ -769,6 +776,7 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 	/* Relaxed: a gauge. */
 	int64_t held = atomic_load_explicit(&srv->inflight, memory_order_relaxed);
 	out->inflight_bytes = held > 0 ? (uint64_t)held : 0;
+	vsrv__admit_stats(srv, out);
 	free(tmp);
 }
 

@@ -41,6 +41,9 @@ struct vsrv;
 enum vsrv_on_full {
 	VSRV_ON_FULL_WAIT = 0, /* stop reading the connection until there is room */
 	VSRV_ON_FULL_SHED = 1, /* answer 503 with Retry-After at once */
+	/* as shed, and also 503 while the jobs' wait in the channel stands
+	 * above codel_target_ms (admit.c) */
+	VSRV_ON_FULL_CODEL = 2,
 };
 
 /* Embedded in the daemon's struct vcfg and filled from voltd.conf's
@@ -71,6 +74,9 @@ struct vsrv_config {
 	unsigned exec_tasks, write_tasks;
 	unsigned jobs_capacity, replies_capacity;
 	enum vsrv_on_full on_full;
+	/* on_full = codel: the wait a job may stand in `jobs`, and the
+	 * interval it must stand above that for (live, vsrv_set_live) */
+	unsigned codel_target_ms, codel_interval_ms;
 	unsigned retry_after_s;
 	/* log.access: a log line per response sent (live) */
 	bool access_log;
@@ -187,7 +193,7 @@ extern const size_t vsrv_kind_metrics_n;
 	X(requests_dropped, COUNTER, "", "requests whose connection closed before their response went out") \
 	X(results_dropped, COUNTER, "", "finished jobs whose connection was gone") \
 	X(shed, COUNTER, "", \
-	  "requests answered 503 at once because the jobs channel was full or max_inflight_bytes was reached") \
+	  "requests answered 503 at once because the jobs channel was full, max_inflight_bytes was reached or (codel) the jobs' wait stood above target") \
 	X(timeouts_header, COUNTER, "", "request heads not received in time (408)") \
 	X(timeouts_body, COUNTER, "", "request bodies not received in time (408)") \
 	X(timeouts_idle, COUNTER, "", "idle keep-alive connections closed") \
@@ -200,6 +206,12 @@ extern const size_t vsrv_kind_metrics_n;
 	X(budget_waits, COUNTER, "", "times a connection stopped reading because max_inflight_bytes was reached") \
 	X(budget_shed, COUNTER, "", \
 	  "requests answered 503 at once because max_inflight_bytes was reached (also in shed)") \
+	X(delay_shed, COUNTER, "", \
+	  "requests answered 503 because the jobs' wait in the queue stood above codel_target_ms (on_full = codel; also in shed)") \
+	X(queue_delay_ns, GAUGE_SNAP, "nanoseconds", \
+	  "on_full = codel: the least wait of a job in the jobs channel over the last interval (0 in other modes)", \
+	  "queue_delay") \
+	X(delay_overload, GAUGE_SNAP, "", "on_full = codel: 1 while overloaded (that least wait above codel_target_ms)") \
 	X(inflight_bytes, GAUGE_SNAP, "bytes", \
 	  "request and reply body bytes, and received bytes copied for connections that do not read, held now (max_inflight_bytes)", \
 	  "inflight")

@@ -78,12 +78,42 @@ void vsrv__job_free(struct vsrv *srv, struct vsrv_job *job)
 	vsrv__spare_put(srv, VSRV_SPARE_JOB, job);
 }
 
+/* A job refused by codel when taken (admit.c): 503 with Retry-After and
+ * the status text, as the connection's own 503 (output.c). */
+static void job_encode_refused(struct vsrv *srv, struct vsrv_job *job)
+{
+	struct vhttp_response r;
+	unsigned retry_after_s = vsrv__live(srv, retry_after_s);
+	int n;
+
+	vsrv__reply_init(srv, &r, &job->to, 503);
+	if (retry_after_s)
+		r.retry_after_s = (int)retry_after_s;
+	n = vhttp_response_text(&r, NULL, job->head, sizeof(job->head));
+	VB_BUG_ON(n < 0); /* our own heads always fit VHTTP_HEAD_MAX */
+	if (job->to.head_only) {
+		const char *end = memmem(job->head, (size_t)n, "\r\n\r\n", 4);
+
+		n = end ? (int)(end + 4 - job->head) : n;
+	}
+	job->status = 503;
+	job->body = NULL;
+	job->body_len = 0;
+	job->to.close = r.close;
+	job->head_len = (uint16_t)n;
+}
+
 void vsrv__job_encode(struct vsrv *srv, struct vsrv_job *job)
 {
-	const struct vjob_result *res = vjob_result(job->vj);
+	const struct vjob_result *res;
 	struct vhttp_response r;
 	int n;
 
+	if (job->refused) {
+		job_encode_refused(srv, job);
+		return;
+	}
+	res = vjob_result(job->vj);
 	/* A drain that starts right after this misses one "Connection:
 	 * close"; the connection still closes after it. */
 	vsrv__reply_init(srv, &r, &job->to, res->status);
@@ -360,7 +390,18 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 				x->recv_closed = true;
 				continue;
 			}
-			runq_push(x, vch_ptr(v));
+			struct vsrv_job *taken = vch_ptr(v);
+			/* codel: how long it waited in `jobs`; too long in an
+			 * overloaded queue: 503, unrun (admit.c). */
+			if (srv->cfg.on_full == VSRV_ON_FULL_CODEL &&
+			    vsrv__admit_sample(srv, now - taken->to.t0, now)) {
+				VSRV_INC(srv, delay_shed);
+				VSRV_INC(srv, shed);
+				taken->refused = true;
+				x->out = taken;
+				continue;
+			}
+			runq_push(x, taken);
 			/* A new job: the slices of the last one do not make
 			 * this executor a continuation. */
 			vrt_service_reset();

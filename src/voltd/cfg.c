@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 static const char *const backend_names[] = { "auto", "uring", "libev", NULL };
-static const char *const on_full_names[] = { "wait", "shed", NULL };
+static const char *const on_full_names[] = { "wait", "shed", "codel", NULL };
 /* Indexed by syslog level - LOG_ERR. */
 static const char *const level_names[] = { "err", "warning", "notice", "info", "debug", NULL };
 
@@ -32,7 +32,8 @@ static const char *const level_names[] = { "err", "warning", "notice", "info", "
 /* ENUM keys store the index of their name: the layers' enums follow the lists. */
 static_assert(VIO_BACKEND_AUTO == 0 && VIO_BACKEND_URING == 1 && VIO_BACKEND_LIBEV == 2,
 	      "backend_names follows enum vio_backend");
-static_assert(VSRV_ON_FULL_WAIT == 0 && VSRV_ON_FULL_SHED == 1, "on_full_names follows enum vsrv_on_full");
+static_assert(VSRV_ON_FULL_WAIT == 0 && VSRV_ON_FULL_SHED == 1 && VSRV_ON_FULL_CODEL == 2,
+	      "on_full_names follows enum vsrv_on_full");
 static_assert(sizeof(enum vio_backend) == sizeof(int) && sizeof(enum vsrv_on_full) == sizeof(int),
 	      "ENUM keys are stored as int");
 #define U32MAX 4294967295u
@@ -213,7 +214,14 @@ static const struct vcfg_key schema[] = {
 	  .doc = "capacity of the replies channel (exec -> write)" },
 	{ "stages", "on_full", VCFG_ENUM, "wait", 0, 0, F(server.on_full),
 	  .choices = on_full_names,
-	  .doc = "when jobs is full: wait (stop reading: back pressure) or shed (503 at once)" },
+	  .doc = "when jobs is full: wait (stop reading: back pressure) or shed (503 at once); "
+		 "codel: as shed, and 503 while the jobs' wait in the queue stands above codel_target_ms" },
+	{ "stages", "codel_target_ms", VCFG_UINT, "5", 1, 60000, F(server.codel_target_ms),
+	  .unit = "ms", .apply = live_server,
+	  .doc = "on_full = codel: the wait in the jobs queue a job may stand; above it for a whole interval, jobs are refused" },
+	{ "stages", "codel_interval_ms", VCFG_UINT, "100", 1, 60000, F(server.codel_interval_ms),
+	  .unit = "ms", .apply = live_server,
+	  .doc = "on_full = codel: how long the least wait must stay above codel_target_ms before jobs are refused" },
 	{ "stages", "retry_after_s", VCFG_UINT, "1", 0, 3600, F(server.retry_after_s),
 	  .unit = "s", .apply = live_server,
 	  .doc = "Retry-After seconds of a shed 503" },
