@@ -18,6 +18,17 @@
  *      DONE by [O2] then empties the inbox gets every one of them.
  * [C3] close_count fetch_sub (acq_rel): the last of the task and the
  *      completing owners closes the fd after everyone is done with it.
+ * Registered files (io_uring, fixed_files): the connection's first
+ * operation offers fd to its worker's table (slot = fd); c->fx_w names that
+ * worker, written by the task before that operation and never again. Only
+ * that worker's submissions use the slot (its owner-private table state
+ * says so); a task stolen elsewhere submits with the regular fd. The slot
+ * holds a reference on the socket, so it is cleared on c->fx_w, and only
+ * there, before fd is closed (vio__conn_close_fd, vio_conn_close): from
+ * another thread through c->fx_w's mailbox ([M1]/[M2] in op.c carry the
+ * request), which then closes fd itself. A completing owner reads c->fx_w
+ * in vio__conn_detached_done after its [O1] saw the task's [O4]
+ * (DETACHED): that pair carries the task's write.
  * Per-connection atomics share cache lines on purpose: they are contended
  * only while a connection's task runs on another worker than its receive,
  * and padding them would multiply the memory of idle connections.
@@ -69,6 +80,41 @@ static void note_worker(struct vio_conn *c, struct vio_worker *w)
 	c->last_worker = w;
 }
 
+/* Before the connection's first operation on w (not a close): offer fd to
+ * w's registered-file table, once. */
+static void fx_claim(struct vio_conn *c, struct vio_worker *w)
+{
+	const struct vio_backend_ops *be = w->io->be;
+
+	if (c->cflags & VIO_CF_FX_TRIED)
+		return;
+	c->cflags |= VIO_CF_FX_TRIED;
+	if (be->fx_install && be->fx_install(w, c))
+		c->fx_w = w;
+}
+
+void vio__fx_post_close(struct vio_worker *w, int fd)
+{
+	struct vio_req *r = &w->fx_reqs[fd];
+
+	/* Ours until the handler runs: slot fd is installed once at a time,
+	 * and w frees it only by closing fd. Published by [M1]. */
+	r->type = VIO_REQ_FX_CLOSE;
+	vio__mbox_post(w, r);
+}
+
+void vio__conn_close_fd(struct vio_conn *c)
+{
+	struct vio_worker *h = c->fx_w;
+
+	if (!h)
+		close(c->fd);
+	else if (h == vio__self())
+		h->io->be->fx_close(h, c->fd);
+	else
+		vio__fx_post_close(h, c->fd);
+}
+
 /* An op that is not idle: collect it, or cancel it when the deadline has
  * passed, or keep waiting. */
 static enum vrt_poll op_check(struct vio_conn *c, struct vio_op *op, uint32_t s, int32_t *res)
@@ -113,6 +159,8 @@ static enum vrt_poll conn_op(struct vio_conn *c, struct vio_worker *w, struct vi
 	op->done = 0;
 	op->tflags = 0;
 	note_worker(c, w);
+	if (kind != VIO_K_CLOSE)
+		fx_claim(c, w);
 	if (vio__op_start(w, op)) {
 		*res = op->res;
 		return VRT_READY;
@@ -370,6 +418,7 @@ enum vrt_poll vio_conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *
 		c->rx.kind = VIO_K_RECV_MS;
 		c->rx.tflags = 0;
 		note_worker(c, w);
+		fx_claim(c, w);
 		VIO_STAT_INC(w, recv_multishot_arms);
 		vio__op_start(w, &c->rx); /* never finishes at once */
 		return VRT_PENDING;
@@ -491,7 +540,7 @@ void vio__conn_detached_done(struct vio_worker *w, struct vio_op *op)
 	}
 	/* [C3] acq_rel: the last one closes. */
 	if (atomic_fetch_sub_explicit(&c->close_count, 1, memory_order_acq_rel) == 1)
-		close(c->fd);
+		vio__conn_close_fd(c);
 }
 
 /* --------------------------------------------------------------- close */
@@ -534,6 +583,14 @@ enum vrt_poll vio_conn_close(struct vio_conn *c, int *res)
 		rx_release_all(w, c);
 		c->rx.kind = VIO_K_NONE;
 		c->tx.kind = VIO_K_NONE;
+		if (c->fx_w && c->fx_w != w) {
+			/* Its table slot is on another worker, which must clear
+			 * it before the socket closes: that worker closes it. */
+			vio__fx_post_close(c->fx_w, c->fd);
+			c->fd = -1;
+			*res = 0;
+			return VRT_READY;
+		}
 	}
 	p = conn_op(c, w, &c->tx, VIO_K_CLOSE, NULL, 0, NULL, 0, &r);
 	if (p == VRT_READY) {
@@ -592,5 +649,5 @@ void vio_conn_abandon(struct vio_conn *c)
 		rxq_pop(w, c);
 	/* [C3] acq_rel: the last one closes; c->fd is not written again. */
 	if (atomic_fetch_sub_explicit(&c->close_count, 1, memory_order_acq_rel) == 1)
-		close(c->fd);
+		vio__conn_close_fd(c);
 }

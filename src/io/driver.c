@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static _Thread_local struct vio_worker *tls_self;
 
@@ -391,6 +392,20 @@ const char *vio_backend_reason(const struct vio *io)
 	return io->reason;
 }
 
+/* Descriptors whose close was asked of w after it stopped (a connection
+ * cut at shutdown on another worker): close them; their table slots go
+ * with the ring. Other requests left in the mailbox are dropped, as
+ * before. No worker runs. */
+static void fx_close_left(struct vio_worker *w)
+{
+	/* [M2] acquire: pairs with [M1] of the posts. */
+	struct vio_req *r = atomic_exchange_explicit(&w->mbox, NULL, memory_order_acquire);
+
+	for (; r; r = r->next)
+		if (r->type == VIO_REQ_FX_CLOSE)
+			close((int)(r - w->fx_reqs));
+}
+
 void vio_free(struct vio *io)
 {
 	if (!io)
@@ -400,6 +415,7 @@ void vio_free(struct vio *io)
 	for (unsigned i = 0; i < io->nworkers; i++) {
 		struct vio_worker *w = &io->w[i];
 
+		fx_close_left(w);
 		io->be->worker_fini(w);
 		vio__theap_fini(&w->heap);
 		free(w->lsocks);

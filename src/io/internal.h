@@ -67,6 +67,7 @@ enum vio_kind {
 /* conn->cflags (task-private) */
 #define VIO_CF_EOF        0x1u
 #define VIO_CF_PLAIN_ONCE 0x2u /* ENOBUFS: next receive is a plain recv */
+#define VIO_CF_FX_TRIED   0x4u /* the first operation has offered fd to its worker's table */
 
 /* ------------------------------------------------------------- mailbox */
 
@@ -74,7 +75,12 @@ enum vio_req_type {
 	VIO_REQ_CANCEL = 1,    /* struct vio_op.req */
 	VIO_REQ_LSOCK_ARM,     /* struct vio_lsock.arm_req */
 	VIO_REQ_LSOCK_STOP,    /* struct vio_lsock.stop_req */
+	VIO_REQ_FX_CLOSE,      /* w->fx_reqs[fd]: clear table slot fd, close fd */
 };
+
+/* Registered-file table slots per io_uring worker at most (slot = fd; a
+ * descriptor above it is used as a regular one). */
+#define VIO_FIXED_FILES_MAX 65536u
 
 /* ------------------------------------------------------ provided buffers */
 
@@ -203,6 +209,13 @@ struct vio_backend_ops {
 	/* Owner: a provided buffer of w's goes back to the kernel (NULL: the
 	 * backend has no provided buffers). */
 	void (*buf_recycle)(struct vio_worker *w, struct vio_buf *b);
+	/* Owner, in the connection's task, before its first operation: put
+	 * c->fd into w's registered-file table (slot c->fd); true when it is
+	 * (NULL: no table). */
+	bool (*fx_install)(struct vio_worker *w, struct vio_conn *c);
+	/* Owner: clear table slot fd, then close fd (the connection is over;
+	 * nothing of it is in flight). */
+	void (*fx_close)(struct vio_worker *w, int fd);
 };
 
 extern const struct vio_backend_ops vio__uring_ops;
@@ -254,6 +267,11 @@ struct vio_worker {
 	uint32_t buf_size, buf_count;
 	struct vio_buf *bufs;
 	void *be;                    /* backend state (struct vio_uring_w / vio_ev_w) */
+	/* Registered-file table (uring, fixed_files): fx_reqs[fd] is the
+	 * mailbox request that asks this worker to clear slot fd and close fd
+	 * (any thread fills it before posting it, [M1]; a slot is installed,
+	 * so asked for, at most once at a time); NULL: no table. */
+	struct vio_req *fx_reqs;
 	struct vio_wstats st;
 
 	/* Written by unpark (any thread) and the owner. */
@@ -272,9 +290,10 @@ struct vio {
 	struct vio_config cfg;
 	const struct vio_backend_ops *be;
 	unsigned nworkers;
-	char reason[160];
+	char reason[224];
 	unsigned uring_flags;             /* io_uring setup flags chosen by the probe */
 	bool pbuf_ok;                     /* provided-buffer rings can be registered */
+	bool fx_ok;                       /* fixed_files and a sparse registered-file table works */
 	uint32_t rx_throttle;             /* buffers a connection may hold before its multishot stops */
 	uint32_t rx_squeeze;              /* buffers out per worker above which connections get fair shares */
 	/* Heap copies of received bytes (fair shares, conn.c rx_fair) are
@@ -328,6 +347,12 @@ bool vio__op_send_advance(struct vio_op *op, size_t n);
 void vio__conn_rx_push(struct vio_worker *w, struct vio_conn *c, struct vio_buf *b);
 /* Owner: an abandoned connection's op ended: drain and count down. */
 void vio__conn_detached_done(struct vio_worker *w, struct vio_op *op);
+/* Any thread, once nothing of c is in flight: close c->fd, through the
+ * worker whose registered-file table holds it (c->fx_w), which clears the
+ * slot first. */
+void vio__conn_close_fd(struct vio_conn *c);
+/* Any thread: ask w (c->fx_w) to clear slot fd and close fd. */
+void vio__fx_post_close(struct vio_worker *w, int fd);
 
 /* Provided buffers: return b to its ring (from any worker). */
 void vio__buf_release(struct vio_worker *self, struct vio_buf *b);

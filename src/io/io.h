@@ -79,6 +79,9 @@ struct vio_config {
 	bool recv_multishot;       /* false: plain recv only (ablation and tests) */
 	bool accept_multishot;     /* false: one-shot accept re-armed per connection */
 	unsigned accept_pause_ms;  /* pause of a listener after EMFILE/ENFILE */
+	bool fixed_files;          /* io_uring: a connection's receives and sends on the ring
+				    * that holds its descriptor in its registered-file table
+				    * use it (IOSQE_FIXED_FILE); libev ignores it */
 };
 
 
@@ -231,6 +234,10 @@ struct vio_conn {
 	struct vio_timer deadline;       /* private */
 	struct vio_worker *last_worker;  /* private: migration statistics */
 	_Atomic int64_t rx_at;           /* private: rx_tx histogram's start (uring) */
+	struct vio_worker *fx_w;         /* private: the worker whose registered-file
+					  * table holds fd (uring, fixed_files), or NULL;
+					  * written by the task before its first
+					  * operation, never again */
 };
 
 /* Take over `fd` (a connected, non-blocking socket). */
@@ -266,7 +273,10 @@ enum vrt_poll vio_conn_sendv(struct vio_conn *c, struct iovec *iov, unsigned iov
 bool vio_conn_tx_quiet(struct vio_conn *c, bool quiet);
 /* shutdown(2) the write side (half-close). Never blocks. 0 or -errno. */
 int vio_conn_shutdown_write(struct vio_conn *c);
-/* Cancel what is pending, then close the socket: *res = 0 or -errno. */
+/* Cancel what is pending, then close the socket: *res = 0 or -errno. With
+ * io_uring registered files, on another worker than the one whose table
+ * holds the socket, that worker clears its slot and closes it, and this
+ * says 0 at once. */
 enum vrt_poll vio_conn_close(struct vio_conn *c, int *res);
 /* For a task that stops early (e.g. cancelled): cancel everything pending
  * without waiting; the socket is closed once the last completion arrives.
@@ -318,6 +328,14 @@ void vio_conn_abandon(struct vio_conn *c);
 	X(reap_cqes, COUNTER, "", "io_uring: completions those reaps dispatched") \
 	X(quiet_wait_short, COUNTER, "", \
 	  "park waits past quiet sends that ended with fewer completions than asked (the 1 ms bound: a peer slower than that, or the park's timeout)") \
+	X(fixed_installs, COUNTER, "", \
+	  "io_uring: connection descriptors installed in this worker's registered-file table") \
+	X(fixed_ops, COUNTER, "", \
+	  "io_uring: receives and sends submitted through the registered-file table (IOSQE_FIXED_FILE)") \
+	X(fixed_update_errors, COUNTER, "", \
+	  "io_uring: registered-file table updates the kernel refused (that connection's fixed operations fail)") \
+	X(fixed_remote_closes, COUNTER, "", \
+	  "io_uring: descriptors this worker closed for a connection that ended on another worker (its table slot is cleared first)") \
 	X(timers_armed, GAUGE_SNAP, "", "timers armed on this worker now") \
 	X(bufs_out, GAUGE, "", "provided buffers held by connections now")
 

@@ -5,7 +5,15 @@
  * thread that enables it becomes its single issuer; a provided-buffer ring
  * (group 0) per worker for multishot recv, registered by hand (liburing 2.3
  * has no io_uring_setup_buf_ring); an eventfd read kept armed while the
- * worker sleeps so that unpark ends io_uring_enter.
+ * worker sleeps so that unpark ends io_uring_enter. With fixed_files, a
+ * sparse registered-file table per ring: a connection's descriptor is put
+ * at slot fd by its first operation's worker (fx_install), whose later
+ * receives and sends on this ring then say IOSQE_FIXED_FILE; the slot is
+ * cleared on this ring before the descriptor closes (fx_clear). An update
+ * is an SQE that rides the next enter (no system call of its own) and posts
+ * a CQE only when it fails (IOSQE_CQE_SKIP_SUCCESS); the SQ is issued in
+ * order, so an update is in the table before any later SQE of the ring
+ * looks it up.
  *
  * Threading: every function here runs on the ring's worker thread, except
  * worker_init / worker_fini (control thread, ring disabled or workers gone),
@@ -30,6 +38,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -40,6 +49,7 @@ enum {
 	TAG_LSOCK = 2,  /* struct vio_lsock, accept */
 	TAG_WAKE = 3,   /* the eventfd read */
 	TAG_IGNORE = 4, /* cancel requests: result not needed */
+	TAG_FX = 5,     /* a registered-file update that failed (slot << 3) */
 };
 #define TAG_MASK 7u
 
@@ -66,6 +76,8 @@ bool vio__uring_test_sq_busy;
  * kernel may end them on an O_NONBLOCK socket. */
 uint32_t vio__uring_test_eagain_permille;
 
+static struct vb_ratelimit fx_rl = VB_RATELIMIT_INIT(5000, 3);
+
 struct vio_uring_w {
 	struct io_uring ring;
 	int efd;
@@ -88,6 +100,11 @@ struct vio_uring_w {
 	struct io_uring_buf_ring *br;
 	size_t br_bytes, buf_bytes;
 	unsigned br_mask;
+	/* Registered-file table: fx_on[fd] says slot fd holds descriptor fd
+	 * (set when its install is queued, cleared when its clear is); the
+	 * descriptor stays open while it is set (see conn.c). NULL: none. */
+	uint8_t *fx_on;
+	uint32_t fx_n;              /* slots */
 };
 
 static struct vio_uring_w *uw_of(struct vio_worker *w)
@@ -112,6 +129,23 @@ static const struct {
 	{ IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL" },
 	{ IORING_OP_READ, "READ" },
 };
+
+/* fixed_files: can this kernel keep a sparse registered-file table, update
+ * it from the SQ without a CQE on success, and close a slot? NULL (yes) or
+ * what it lacks. */
+static const char *fixed_files_lack(struct io_uring *ring, const struct io_uring_params *p,
+				    const struct io_uring_probe *probe)
+{
+	if (!(p->features & IORING_FEAT_CQE_SKIP))
+		return "IORING_FEAT_CQE_SKIP";
+	if (!io_uring_opcode_supported(probe, IORING_OP_FILES_UPDATE))
+		return "IORING_OP_FILES_UPDATE";
+	/* Sparse tables (5.19) come after closing a slot (5.15). */
+	if (io_uring_register_files_sparse(ring, 1) < 0)
+		return "sparse registered files";
+	io_uring_unregister_files(ring);
+	return NULL;
+}
 
 /* Setup flags, best first; the probe keeps the first the kernel accepts.
  * A single issuer ring starts disabled so the worker thread enables it. */
@@ -187,7 +221,8 @@ int vio__uring_probe(struct vio *io, char *why, size_t whylen)
 	struct io_uring ring;
 	struct io_uring_params p;
 	struct io_uring_probe *probe;
-	char ftext[96];
+	char ftext[96], fxtext[64];
+	const char *lack = NULL;
 	unsigned i, flags = 0;
 	int r = -EINVAL;
 
@@ -229,6 +264,8 @@ int vio__uring_probe(struct vio *io, char *why, size_t whylen)
 			break;
 		}
 	}
+	if (r != -EOPNOTSUPP && cfg->fixed_files)
+		lack = fixed_files_lack(&ring, &p, probe);
 	io_uring_free_probe(probe);
 	if (r < 0)
 		goto out;
@@ -246,16 +283,23 @@ int vio__uring_probe(struct vio *io, char *why, size_t whylen)
 			munmap(br, (size_t)page);
 		}
 	}
+	io->fx_ok = cfg->fixed_files && !lack;
+	if (io->fx_ok)
+		snprintf(fxtext, sizeof(fxtext), "; fixed files");
+	else if (cfg->fixed_files)
+		snprintf(fxtext, sizeof(fxtext), "; no fixed files (kernel lacks %s)", lack);
+	else
+		snprintf(fxtext, sizeof(fxtext), "; fixed files off");
 	flags_text(flags, ftext, sizeof(ftext));
 	if (io->pbuf_ok)
-		snprintf(why, whylen, "%s; sq %u, cq %u; multishot recv, %u x %u B buffers/worker%s",
+		snprintf(why, whylen, "%s; sq %u, cq %u; multishot recv, %u x %u B buffers/worker%s%s",
 			 ftext, p.sq_entries, p.cq_entries, cfg->recv_buffers,
-			 cfg->recv_buffer_size, min_timeout_text(&p));
+			 cfg->recv_buffer_size, min_timeout_text(&p), fxtext);
 	else
-		snprintf(why, whylen, "%s; sq %u, cq %u; plain recv%s%s", ftext, p.sq_entries,
+		snprintf(why, whylen, "%s; sq %u, cq %u; plain recv%s%s%s", ftext, p.sq_entries,
 			 p.cq_entries,
 			 cfg->recv_buffers && cfg->recv_multishot ? " (no buffer rings)" : "",
-			 min_timeout_text(&p));
+			 min_timeout_text(&p), fxtext);
 out:
 	io_uring_queue_exit(&ring);
 	return r;
@@ -444,20 +488,95 @@ static bool test_fake_eagain(struct vio_worker *w, struct vio_op *op, struct io_
 	return true;
 }
 
+/* ------------------------------------------------ registered-file table */
+
+/* Slot fd of w's table holds descriptor fd. Owner. */
+static bool fx_holds(const struct vio_uring_w *uw, int fd)
+{
+	return uw->fx_on && fd >= 0 && (uint32_t)fd < uw->fx_n && uw->fx_on[fd];
+}
+
+/* Queue the clear of slot fd if it is set: ahead of whatever closes fd. */
+static void fx_clear(struct vio_worker *w, int fd)
+{
+	struct vio_uring_w *uw = uw_of(w);
+	struct io_uring_sqe *sqe;
+
+	if (!fx_holds(uw, fd))
+		return;
+	uw->fx_on[fd] = 0;
+	sqe = get_sqe(w);
+	io_uring_prep_close_direct(sqe, (unsigned)fd);
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+	io_uring_sqe_set_data64(sqe, ((uint64_t)fd << 3) | TAG_FX);
+}
+
+static bool ur_fx_install(struct vio_worker *w, struct vio_conn *c)
+{
+	struct vio_uring_w *uw = uw_of(w);
+	struct io_uring_sqe *sqe;
+	int fd = c->fd;
+
+	/* Set already: impossible while fd is open (conn.c); stay regular. */
+	if (!uw->fx_on || fd < 0 || (uint32_t)fd >= uw->fx_n || uw->fx_on[fd])
+		return false;
+	sqe = get_sqe(w);
+	/* The kernel reads c->fd when the SQE is issued: the operation the
+	 * task submits next holds its memory until after that. */
+	io_uring_prep_files_update(sqe, &c->fd, 1, fd);
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+	io_uring_sqe_set_data64(sqe, ((uint64_t)fd << 3) | TAG_FX);
+	uw->fx_on[fd] = 1;
+	VIO_STAT_INC(w, fixed_installs);
+	return true;
+}
+
+static void ur_fx_close(struct vio_worker *w, int fd)
+{
+	struct io_uring_sqe *sqe;
+
+	fx_clear(w, fd);
+	sqe = get_sqe(w);
+	io_uring_prep_close(sqe, fd);
+	io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+	uw_of(w)->inflight++;
+}
+
+/* A table update the kernel refused. The slot stays marked: the
+ * connection's fixed operations fail (-EBADF) and it ends; its clear
+ * fails too, harmlessly. Unmarking here could unmark a later install of
+ * the same number whose update is already queued. */
+static void fx_cqe(struct vio_worker *w, int res)
+{
+	VIO_STAT_INC(w, fixed_update_errors);
+	vb_log_rl(&fx_rl, LOG_WARNING, "io: worker %u: registered-file update: %s", w->id,
+		  strerror(-res));
+}
+
+/* ------------------------------------------------------------ operations */
+
 static void prep_op(struct vio_worker *w, struct vio_op *op)
 {
-	struct io_uring_sqe *sqe = get_sqe(w);
+	struct io_uring_sqe *sqe;
 	int fd = op->conn->fd;
+	bool fixed;
 
+	if (op->kind == VIO_K_CLOSE)
+		fx_clear(w, fd); /* before the close's SQE */
+	sqe = get_sqe(w);
 	if (test_fake_eagain(w, op, sqe))
 		return;
+	/* Slot fd of this ring holds this connection's socket (conn.c). */
+	fixed = op->kind != VIO_K_CLOSE && fx_holds(uw_of(w), fd);
+	if (fixed)
+		VIO_STAT_INC(w, fixed_ops);
 	switch (op->kind) {
 	case VIO_K_RECV:
 		io_uring_prep_recv(sqe, fd, op->buf, op->len, 0);
 		break;
 	case VIO_K_RECV_MS:
 		io_uring_prep_recv_multishot(sqe, fd, NULL, 0, 0);
-		sqe->flags |= IOSQE_BUFFER_SELECT;
+		sqe->flags |= IOSQE_BUFFER_SELECT | (fixed ? IOSQE_FIXED_FILE : 0);
 		sqe->buf_group = BGID;
 		io_uring_sqe_set_data64(sqe, ud(op, TAG_MS));
 		return;
@@ -477,6 +596,8 @@ static void prep_op(struct vio_worker *w, struct vio_op *op)
 	default:
 		VB_BUG_ON(1);
 	}
+	if (fixed)
+		sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
 }
 
@@ -731,6 +852,9 @@ static void cqe_dispatch(struct vio_worker *w, const struct io_uring_cqe *cqe)
 		break;
 	case TAG_IGNORE:
 		uw->inflight--;
+		break;
+	case TAG_FX:
+		fx_cqe(w, cqe->res);
 		break;
 	default:
 		VB_BUG_ON(1);
@@ -987,6 +1111,9 @@ static void ur_worker_fini(struct vio_worker *w)
 	io_uring_queue_exit(&uw->ring); /* the kernel cancels what is left */
 	close(uw->efd);
 	free(uw->cq_stash);
+	free(uw->fx_on);
+	free(w->fx_reqs);
+	w->fx_reqs = NULL;
 	if (w->buf_base) {
 		munmap(uw->br, uw->br_bytes);
 		munmap(w->buf_base, uw->buf_bytes);
@@ -994,6 +1121,33 @@ static void ur_worker_fini(struct vio_worker *w)
 	}
 	free(uw);
 	w->be = NULL;
+}
+
+/* The sparse table: one slot per descriptor number the process may have
+ * (RLIMIT_NOFILE now, at most VIO_FIXED_FILES_MAX). On the worker thread,
+ * the ring's issuer. Without it, every descriptor is used as it is. */
+static void fx_init(struct vio_worker *w)
+{
+	struct vio_uring_w *uw = uw_of(w);
+	struct rlimit rl;
+	uint32_t n = VIO_FIXED_FILES_MAX;
+	int r;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < n)
+		n = (uint32_t)rl.rlim_cur;
+	uw->fx_on = calloc(n, sizeof(*uw->fx_on));
+	w->fx_reqs = calloc(n, sizeof(*w->fx_reqs));
+	r = uw->fx_on && w->fx_reqs ? io_uring_register_files_sparse(&uw->ring, n) : -ENOMEM;
+	if (r < 0) {
+		vb_warn("io: worker %u: no registered-file table (%s); regular descriptors",
+			w->id, strerror(-r));
+		free(uw->fx_on);
+		free(w->fx_reqs);
+		uw->fx_on = NULL;
+		w->fx_reqs = NULL;
+		return;
+	}
+	uw->fx_n = n;
 }
 
 static int ur_worker_start(struct vio_worker *w)
@@ -1008,6 +1162,8 @@ static int ur_worker_start(struct vio_worker *w)
 			return -errno;
 	}
 	uw->stopping = false;
+	if (w->io->fx_ok && !uw->fx_on)
+		fx_init(w);
 	return 0;
 }
 
@@ -1054,4 +1210,6 @@ const struct vio_backend_ops vio__uring_ops = {
 	.lsock_arm = ur_lsock_arm,
 	.lsock_stop = ur_lsock_stop,
 	.buf_recycle = ur_buf_recycle,
+	.fx_install = ur_fx_install,
+	.fx_close = ur_fx_close,
 };

@@ -159,6 +159,8 @@ static const struct vcfg_key schema[] = {
 	  .doc = "io_uring: one multishot receive per connection into provided buffers; off = a receive per read" },
 	{ "io", "accept_multishot", VCFG_BOOL, "on", 0, 1, F(io.accept_multishot),
 	  .doc = "io_uring: one multishot accept per listener; off = an accept per connection" },
+	{ "io", "fixed_files", VCFG_BOOL, "on", 0, 1, F(io.fixed_files),
+	  .doc = "io_uring: a connection's receives and sends on the worker that holds its descriptor in its registered-file table use that table; off = regular descriptors only (libev ignores it)" },
 	{ "io", "accept_pause_ms", VCFG_UINT, "100", 1, VIO_ACCEPT_PAUSE_MS_MAX, F(io.accept_pause_ms),
 	  .unit = "ms",
 	  .doc = "how long a listener pauses after running out of file descriptors (EMFILE, ENFILE)" },

@@ -80,6 +80,13 @@ enum vio_backend ioh_backend(void)
 	return VIO_BACKEND_AUTO;
 }
 
+bool ioh_fixed_files_allowed(void)
+{
+	const char *s = getenv("VOLTD_IO_FIXED_FILES");
+
+	return !(s && strcmp(s, "off") == 0);
+}
+
 /* ------------------------------------------------------------ watchdog */
 
 static const char *wd_what = "test";
@@ -136,6 +143,8 @@ void ioh_start(struct ioh *h, unsigned workers, const struct vio_config *vcfg,
 		tcfg_io(&vc);
 		vc.backend = ioh_backend();
 	}
+	if (!ioh_fixed_files_allowed())
+		vc.fixed_files = false; /* the run without registered files */
 	r = vio_new(&vc, workers, &h->io);
 	if (r < 0) {
 		if (vc.backend == VIO_BACKEND_URING) {

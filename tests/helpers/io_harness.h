@@ -33,6 +33,9 @@ struct ioh {
  * tests/helpers/io-backend), else auto. */
 enum vio_backend ioh_backend(void);
 const char *ioh_backend_label(enum vio_backend b);
+/* False when VOLTD_IO_FIXED_FILES=off: ioh_start turns io.fixed_files off
+ * whatever the test asked (to run the I/O tests without registered files). */
+bool ioh_fixed_files_allowed(void);
 
 /* Start runtime + driver. `vcfg` / `rcfg` may be NULL (defaults; backend
  * from ioh_backend()). Exits 77 when the uring backend was asked for and

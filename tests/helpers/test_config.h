@@ -47,6 +47,7 @@ static inline void tcfg_io(struct vio_config *c)
 	c->recv_buffers = 256;
 	c->recv_multishot = true;
 	c->accept_multishot = true;
+	c->fixed_files = true;
 	c->accept_pause_ms = 100;
 }
 

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -52,13 +53,15 @@ struct ct {
 	_Atomic int pending_seen;
 	_Atomic int moved;
 	_Atomic int polls;
-	struct ioh_leave leave;
+	struct ioh_leave leave, leave2; /* leave2: fixed_steal's second move */
 	ssize_t res;
 	int close_res;
 	int64_t t0, t1;
 	size_t len;
 	struct iovec iov[2];
 	char *big;
+	bool abandon;       /* fixed_steal: end with vio_conn_abandon */
+	int first_w;        /* fixed_steal: worker of the first operation */
 	char buf[4096];
 };
 
@@ -1154,6 +1157,273 @@ static void test_stalled_readers_small_budget(void **state)
 	stalled_readers(4ll << 20);
 }
 
+/* ------------------------------------------- registered (fixed) files */
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), m = strlen(tail);
+
+	return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+/* Does h's backend use registered files? Checks that the reason says what
+ * was asked: io_uring with io.fixed_files on names them (or the kernel
+ * feature it lacks), off says off; libev says nothing of them. */
+static bool fixed_in_use(struct ioh *h, bool asked)
+{
+	const char *why = vio_backend_reason(h->io);
+	bool on = ends_with(why, "; fixed files");
+
+	fprintf(stderr, "# fixed files %s: %s\n", on ? "in use" : "not in use", why);
+	if (strcmp(vio_backend_name(h->io), "uring") != 0) {
+		assert_null(strstr(why, "fixed files"));
+		return false;
+	}
+	if (!asked || !ioh_fixed_files_allowed())
+		assert_true(ends_with(why, "; fixed files off"));
+	else
+		assert_true(on || strstr(why, "; no fixed files (kernel lacks "));
+	return on;
+}
+
+static void fixed_stats(struct ioh *h, struct vio_worker_stats st[2])
+{
+	memset(st, 0, 2 * sizeof(*st));
+	vio_stats_snapshot(h->io, st, h->workers);
+}
+
+static struct vio_config fixed_cfg(bool fixed, bool multishot)
+{
+	struct vio_config c;
+
+	tcfg_io(&c);
+	c.backend = ioh_backend();
+	c.fixed_files = fixed;
+	c.recv_multishot = multishot;
+	return c;
+}
+
+/* Echo one message, close. */
+static enum vrt_poll fixed_echo_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p;
+
+	for (;;) {
+		switch (t->step) {
+		case 0:
+			p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
+			if (p != VRT_READY)
+				return p;
+			TASK_CHECK(t->res > 0);
+			t->len = (size_t)t->res;
+			t->step = 1;
+			break;
+		case 1:
+			p = vio_conn_send(&t->c, t->buf, t->len, &t->res);
+			if (p != VRT_READY)
+				return p;
+			TASK_CHECK(t->res == (ssize_t)t->len);
+			t->step = 2;
+			break;
+		default:
+			return vio_conn_close(&t->c, &t->close_res);
+		}
+	}
+}
+
+static void echo_once(int peer, const char *msg)
+{
+	char got[64];
+	size_t n = strlen(msg), have = 0;
+
+	assert_int_equal(send(peer, msg, n, 0), (ssize_t)n);
+	while (have < n) {
+		ssize_t r = recv(peer, got + have, sizeof(got) - have, 0);
+
+		assert_true(r > 0);
+		have += (size_t)r;
+	}
+	assert_memory_equal(got, msg, n);
+}
+
+/* On one worker: with io.fixed_files on (io_uring), the multishot receive
+ * and the send go through the registered-file table (fixed_ops), the
+ * descriptor was installed once, and the close clears its slot first: the
+ * peer sees EOF (a slot left set would hold the socket open). Off (or
+ * libev): nothing uses the table, the same echo and EOF. */
+static void fixed_echo(bool fixed)
+{
+	struct vio_config c = fixed_cfg(fixed, true);
+	struct vio_worker_stats st[2];
+	struct ioh h;
+	int fds[2];
+	struct ct *t;
+	bool on;
+
+	ioh_start(&h, 1, &c, NULL);
+	on = fixed_in_use(&h, fixed);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	t = ct_new(fixed_echo_poll, fds[0]);
+	ioh_spawn(&h, &t->base, true);
+	echo_once(fds[1], "fixed");
+	ct_join(t);
+	assert_int_equal(t->close_res, 0);
+	assert_int_equal(drain_to_eof(fds[1], 2000), 0);
+	fixed_stats(&h, st);
+	fprintf(stderr, "# fixed_installs %" PRIu64 ", fixed_ops %" PRIu64 "\n",
+		st[0].fixed_installs, st[0].fixed_ops);
+	if (on) {
+		assert_int_equal(st[0].fixed_installs, 1);
+		assert_true(st[0].fixed_ops >= 2); /* the receive, the send */
+	} else {
+		assert_int_equal(st[0].fixed_installs, 0);
+		assert_int_equal(st[0].fixed_ops, 0);
+	}
+	assert_int_equal(st[0].fixed_update_errors, 0);
+	assert_int_equal(st[0].fixed_remote_closes, 0);
+	ct_finish(&h, t, fds[1]);
+}
+
+static void test_fixed_files_used(void **state)
+{
+	(void)state;
+	fixed_echo(true);
+}
+
+static void test_fixed_files_off(void **state)
+{
+	(void)state;
+	fixed_echo(false);
+}
+
+/*
+ * A connection whose task leaves the worker of its first operation (the
+ * worker whose table holds its descriptor) still works: it echoes twice,
+ * the second time on another worker, whose receive and send use the
+ * regular descriptor; then it ends there (close, or abandon), and the first
+ * worker clears the slot and closes the socket for it: the peer sees EOF.
+ * Plain receives, so that nothing stays in flight on the first worker and
+ * the end runs on the other one.
+ */
+static enum vrt_poll fixed_steal_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	struct ioh_leave *l;
+	enum vrt_poll p;
+
+	for (;;) {
+		switch (t->step) {
+		case 0: /* receive (on the first worker, then on another) */
+		case 3:
+			if (t->step == 0 && t->first_w < 0)
+				t->first_w = vrt_worker_id();
+			p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
+			if (p != VRT_READY)
+				return p;
+			TASK_CHECK(t->res > 0);
+			t->len = (size_t)t->res;
+			t->step++;
+			break;
+		case 1: /* echo */
+		case 4:
+			p = vio_conn_send(&t->c, t->buf, t->len, &t->res);
+			if (p != VRT_READY)
+				return p;
+			TASK_CHECK(t->res == (ssize_t)t->len);
+			t->step++;
+			break;
+		case 2: /* leave the first worker */
+		case 5:
+			l = t->step == 2 ? &t->leave : &t->leave2;
+			/* Once started, a move goes on until it says READY (its
+			 * helper waits for that), wherever the task runs. */
+			if (l->state != 0 || vrt_worker_id() == t->first_w) {
+				p = ioh_leave_worker(&t->base, l);
+				if (p != VRT_READY)
+					return p;
+			}
+			atomic_fetch_add_explicit(&t->moved, 1, memory_order_relaxed); /* read after the join */
+			t->step++;
+			break;
+		default: /* end, not on the first worker */
+			TASK_CHECK(vrt_worker_id() != t->first_w);
+			if (t->abandon) {
+				vio_conn_abandon(&t->c);
+				return VRT_READY;
+			}
+			return vio_conn_close(&t->c, &t->close_res);
+		}
+	}
+}
+
+static void fixed_steal(bool fixed, bool abandon)
+{
+	struct vio_config c = fixed_cfg(fixed, false);
+	struct vio_worker_stats st[2];
+	struct ioh h;
+	int fds[2], fw;
+	ssize_t eof;
+	struct ct *t;
+	bool on;
+
+	ioh_start(&h, 2, &c, NULL);
+	on = fixed_in_use(&h, fixed);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	t = ct_new(fixed_steal_poll, fds[0]);
+	t->first_w = -1;
+	t->abandon = abandon;
+	ioh_spawn(&h, &t->base, true);
+	echo_once(fds[1], "first");
+	echo_once(fds[1], "second");
+	ct_join(t);
+	assert_int_equal(t->close_res, 0);
+	eof = drain_to_eof(fds[1], 2000);
+	assert_int_equal(atomic_load_explicit(&t->moved, memory_order_relaxed), 2);
+	fw = t->first_w;
+	assert_true(fw == 0 || fw == 1);
+	fixed_stats(&h, st);
+	fprintf(stderr, "# first worker %d: fixed_installs %" PRIu64 " %" PRIu64
+		", fixed_ops %" PRIu64 " %" PRIu64 ", fixed_remote_closes %" PRIu64 " %" PRIu64 "\n",
+		fw, st[0].fixed_installs, st[1].fixed_installs, st[0].fixed_ops, st[1].fixed_ops,
+		st[0].fixed_remote_closes, st[1].fixed_remote_closes);
+	/* The other worker never uses the table, whatever ran there. */
+	assert_int_equal(st[1 - fw].fixed_installs, 0);
+	assert_int_equal(st[1 - fw].fixed_ops, 0);
+	assert_int_equal(st[1 - fw].fixed_remote_closes, 0);
+	assert_true(st[1 - fw].submitted + st[1 - fw].immediate > 0);
+	if (on) {
+		assert_int_equal(st[fw].fixed_installs, 1);
+		assert_true(st[fw].fixed_ops >= 1); /* at least the first receive */
+		assert_int_equal(st[fw].fixed_remote_closes, 1);
+	} else {
+		assert_int_equal(st[fw].fixed_installs, 0);
+		assert_int_equal(st[fw].fixed_ops, 0);
+		assert_int_equal(st[fw].fixed_remote_closes, 0);
+	}
+	assert_int_equal(st[0].fixed_update_errors + st[1].fixed_update_errors, 0);
+	assert_int_equal(eof, 0);
+	ct_finish(&h, t, fds[1]);
+}
+
+static void test_fixed_files_stolen_close(void **state)
+{
+	(void)state;
+	fixed_steal(true, false);
+}
+
+static void test_fixed_files_stolen_abandon(void **state)
+{
+	(void)state;
+	fixed_steal(true, true);
+}
+
+static void test_fixed_files_off_stolen(void **state)
+{
+	(void)state;
+	fixed_steal(false, false);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1174,6 +1444,11 @@ int main(void)
 		cmocka_unit_test(test_stalled_readers_bounded),
 		cmocka_unit_test(test_stalled_readers_small_budget),
 		cmocka_unit_test(test_stalled_reader),
+		cmocka_unit_test(test_fixed_files_used),
+		cmocka_unit_test(test_fixed_files_off),
+		cmocka_unit_test(test_fixed_files_stolen_close),
+		cmocka_unit_test(test_fixed_files_stolen_abandon),
+		cmocka_unit_test(test_fixed_files_off_stolen),
 	};
 
 	ioh_watchdog(ioh_under_tsan() ? 300 : 60, "test_io_conn");
