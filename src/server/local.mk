@@ -22,7 +22,6 @@ TESTS += \
 	tests/integration/test_seam.py \
 	tests/integration/test_line_audit.py \
 	tests/integration/test_access_log.py \
-	tests/integration/test_line_audit.py \
 	tests/integration/test_admit.py
 EXTRA_DIST += \
 	tests/integration/httputil.py \
@@ -33,6 +32,7 @@ EXTRA_DIST += \
 	tests/integration/test_http_load.py \
 	tests/integration/test_adversarial.py \
 	tests/integration/test_seam.py \
+	tests/integration/test_line_audit.py \
 	tests/integration/test_admit.py
 
 # The fault suite (tests/fault, issue 17): network faults (namespaces, loss,
