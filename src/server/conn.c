@@ -15,11 +15,11 @@
  *   - keeps one lazily armed timer for its deadlines (deadline.c), and
  *     closes when the exchange is over.
  *
- * What used to be a drawer of flags is three state machines (internal.h):
- * what the connection receives (rx), what it sends (tx) and how it ends
- * (end). Each moves only through its transition function below (rx_to,
- * tx_to, end_to; aborts through vsrv__conn_abort), and conn_poll reads as
- * the list of steps a poll takes.
+ * A connection's state is three machines (internal.h): what it receives
+ * (rx), what it sends (tx) and how it ends (end). Each moves only through
+ * its transition function below (vsrv__rx_to, vsrv__tx_to, end_to; aborts
+ * through vsrv__conn_abort), so the next feature adds a state, not a flag;
+ * conn_poll reads as the list of steps a poll takes.
  *
  * Threading: everything below `task-private` in struct vsrv_conn belongs to
  * the task (one poll at a time, any worker). Writers touch only the slots,
@@ -646,14 +646,20 @@ static void conn_drop(struct vrt_task *t)
 		if (job) {
 			VSRV_INC(srv, results_dropped);
 			vsrv__job_free(srv, job);
+			/* Relaxed: nobody else holds the connection now. */
+			atomic_store_explicit(&c->slots[i], NULL, memory_order_relaxed);
 		}
 	}
-	if (c->out)
+	/* The buffers go back as spares, empty, for the next connection. */
+	if (c->out) {
 		vsrv__batch_free_jobs(srv, c->out);
-	free(c->out);
+		vsrv__spare_put(srv, VSRV_SPARE_BATCH, c->out);
+	}
+	if (c->parser)
+		vsrv__parser_put(srv, c->parser);
+	if (c->slots)
+		vsrv__spare_put(srv, VSRV_SPARE_SLOTS, (void *)c->slots);
 	free(c->alog);
-	vhttp_parser_free(c->parser);
-	free((void *)c->slots);
 	vsrv__conn_dealloc(srv, c);
 	/* Relaxed: vsrv_stop polls it; the memory above is already free. */
 	VB_LINE_WRITE(srv_conns);

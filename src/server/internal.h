@@ -172,7 +172,7 @@ struct vsrv_batch {
 /*
  * The connection's three state machines: what it receives, what it sends,
  * how it ends. Each moves only through its transition function in conn.c
- * (rx_to, tx_to, end_to), which does what entering a state takes.
+ * (vsrv__rx_to, vsrv__tx_to, end_to), which does what entering a state takes.
  */
 enum vsrv_rx {
 	VSRV_RX_READ = 0,    /* everything received is parsed: read more */

@@ -8,9 +8,10 @@ workload A (GET /healthz) and of workload B's light class (GET
 the parsers, slots, batches, jobs and job memory, and a parser keeps its
 last request's memory. Four connections share the work, so connections
 move between the two workers and objects are freed on another worker than
-the one that took them. The connections stay open from the warm-up on:
-what is counted is requests, not connections (a connection's buffers are
-taken from the same caches, but its first ones may be new)."""
+the one that took them; and connections that each carry one request and
+close cost none either (test_no_allocation_per_connection). In the
+per-request cases the connections stay open from the warm-up on, so what
+is counted is requests."""
 import mmap
 import os
 import socket
@@ -97,4 +98,33 @@ def test_no_allocation_per_request(voltd, tmp_path, target):
             c.sock.close()
         print("%s: %d allocations in %d requests (%.4f per request)" % (target, n, REQUESTS, n / REQUESTS))
         assert n <= MAX_PER_REQUEST * REQUESTS, "%d allocations in %d requests" % (n, REQUESTS)
+        m.close()
+
+
+def test_no_allocation_per_connection(voltd, tmp_path):
+    """A connection that closes gives its parser, slots and batch back as
+    spares for the next one: connections that each send one request and
+    close cost no allocation either, after a warm-up."""
+    if sanitized():
+        pytest.skip("sanitizer build (a build option): its runtime owns malloc, no interposer can count")
+    counts = tmp_path / "malloc.count"
+    counts.write_bytes(b"\0" * 4096)
+    d = voltd(env={"LD_PRELOAD": MALLOC_COUNT, "VOLTD_MALLOC_COUNT": str(counts)})
+
+    def one():
+        s = connect(d.port)
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        assert Reader(s).response().status == 200
+        s.close()
+
+    with open(counts, "r+b") as f:
+        m = mmap.mmap(f.fileno(), 4096)
+        for _ in range(WARM // 10):
+            one()
+        before = struct.unpack_from("<Q", m, 0)[0]
+        for _ in range(REQUESTS // 10):
+            one()
+        n = struct.unpack_from("<Q", m, 0)[0] - before
+        print("%d allocations in %d connections" % (n, REQUESTS // 10))
+        assert n <= MAX_PER_REQUEST * REQUESTS // 10, "%d allocations in %d connections" % (n, REQUESTS // 10)
         m.close()
