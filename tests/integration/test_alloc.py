@@ -14,7 +14,6 @@ per-request cases the connections stay open from the warm-up on, so what
 is counted is requests."""
 import mmap
 import os
-import socket
 import struct
 import threading
 
@@ -74,8 +73,9 @@ def run(clients, total):
     assert not any(t.is_alive() for t in ts)
 
 
-@pytest.mark.parametrize("target", ["/healthz", "/v1/spin?n=1000"])
-def test_no_allocation_per_request(voltd, tmp_path, target):
+@pytest.fixture
+def counted(voltd, tmp_path):
+    """A voltd whose allocations are counted: (daemon, allocations())."""
     if sanitized():
         pytest.skip("sanitizer build (a build option): its runtime owns malloc, no interposer can count")
     counts = tmp_path / "malloc.count"
@@ -83,33 +83,35 @@ def test_no_allocation_per_request(voltd, tmp_path, target):
     d = voltd(env={"LD_PRELOAD": MALLOC_COUNT, "VOLTD_MALLOC_COUNT": str(counts)})
     with open(counts, "r+b") as f:
         m = mmap.mmap(f.fileno(), 4096)
-
-        def allocations():
-            return struct.unpack_from("<Q", m, 0)[0]
-
         # The interposer is live: starting the daemon allocated.
-        assert allocations() > 0
-        clients = [Client(d.port, target) for _ in range(CONNS)]
-        run(clients, WARM)
-        before = allocations()
-        run(clients, REQUESTS)
-        n = allocations() - before
-        for c in clients:
-            c.sock.close()
-        print("%s: %d allocations in %d requests (%.4f per request)" % (target, n, REQUESTS, n / REQUESTS))
-        assert n <= MAX_PER_REQUEST * REQUESTS, "%d allocations in %d requests" % (n, REQUESTS)
+        assert struct.unpack_from("<Q", m, 0)[0] > 0
+        yield d, lambda: struct.unpack_from("<Q", m, 0)[0]
         m.close()
 
 
-def test_no_allocation_per_connection(voltd, tmp_path):
+def check(what, n, count):
+    print("%s: %d allocations in %d (%.4f each)" % (what, n, count, n / count))
+    assert n <= MAX_PER_REQUEST * count, "%s: %d allocations in %d" % (what, n, count)
+
+
+@pytest.mark.parametrize("target", ["/healthz", "/v1/spin?n=1000"])
+def test_no_allocation_per_request(counted, target):
+    d, allocations = counted
+    clients = [Client(d.port, target) for _ in range(CONNS)]
+    run(clients, WARM)
+    before = allocations()
+    run(clients, REQUESTS)
+    n = allocations() - before
+    for c in clients:
+        c.sock.close()
+    check(target + " requests", n, REQUESTS)
+
+
+def test_no_allocation_per_connection(counted):
     """A connection that closes gives its parser, slots and batch back as
     spares for the next one: connections that each send one request and
     close cost no allocation either, after a warm-up."""
-    if sanitized():
-        pytest.skip("sanitizer build (a build option): its runtime owns malloc, no interposer can count")
-    counts = tmp_path / "malloc.count"
-    counts.write_bytes(b"\0" * 4096)
-    d = voltd(env={"LD_PRELOAD": MALLOC_COUNT, "VOLTD_MALLOC_COUNT": str(counts)})
+    d, allocations = counted
 
     def one():
         s = connect(d.port)
@@ -117,14 +119,9 @@ def test_no_allocation_per_connection(voltd, tmp_path):
         assert Reader(s).response().status == 200
         s.close()
 
-    with open(counts, "r+b") as f:
-        m = mmap.mmap(f.fileno(), 4096)
-        for _ in range(WARM // 10):
-            one()
-        before = struct.unpack_from("<Q", m, 0)[0]
-        for _ in range(REQUESTS // 10):
-            one()
-        n = struct.unpack_from("<Q", m, 0)[0] - before
-        print("%d allocations in %d connections" % (n, REQUESTS // 10))
-        assert n <= MAX_PER_REQUEST * REQUESTS // 10, "%d allocations in %d connections" % (n, REQUESTS // 10)
-        m.close()
+    for _ in range(WARM // 10):
+        one()
+    before = allocations()
+    for _ in range(REQUESTS // 10):
+        one()
+    check("connections", allocations() - before, REQUESTS // 10)
