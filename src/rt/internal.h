@@ -297,6 +297,8 @@ struct vrt_worker {
 	bool in_io;                 /* inside the I/O phase: no notify on push */
 	bool drain_counted;         /* in rt->drain_idle (DRAIN shutdown, [W9]) */
 	bool unparked_idle;         /* woken by a notifier, no task run since */
+	bool wake_owed;             /* left its park by its driver: owes its
+				     * siblings one wake-up (the wake rule) */
 	bool exiting;
 	unsigned budget_left;
 	bool budget_hit;
@@ -500,8 +502,9 @@ static inline void vrt__park_wait(struct vrt_worker *w, int64_t timeout_ns)
  * gone when it arrives (a futile wakeup: issue 13). The estimate is n times
  * the EWMA of this worker's poll time; with no estimate yet, wake. Not
  * waking never strands a task: the owner is awake and runs it, a sleeper
- * parked while work was queued wakes within park_timeout, and the stall
- * monitor wakes a sibling when the owner is stuck in a poll.
+ * parked while this worker was awake wakes within park_timeout, and one
+ * that parked with no bound before this worker's driver woke it gets the
+ * owed wake-up (vrt__should_wake).
  */
 #define VRT_WAKE_WORTH_NS (100 * 1000)
 static inline bool vrt__worth_waking(const struct vrt_worker *w, unsigned n, unsigned min)
@@ -556,6 +559,25 @@ bool vrt__try_become_searcher(struct vrt_worker *w);
 void vrt__transition_from_searching(struct vrt_worker *w);
 bool vrt__local_has_work(struct vrt_worker *w);
 bool vrt__sibling_backlog(struct vrt_worker *w);
+bool vrt__wake_owed_due(struct vrt_worker *w);
+
+/*
+ * The wake rule (doc/ARCHITECTURE.md §2): wake a parked sibling for a
+ * backlog of `n` tasks here when it is worth a wake-up
+ * (vrt__worth_waking), or when this worker owes one: it left its park by
+ * its driver, which unparks nobody, so a sibling that parked meanwhile may
+ * sleep with no bound, and it now holds a task a sibling could steal
+ * beyond the one it runs next (vrt__wake_owed_due). Either way the debt is
+ * paid: one wake-up per driver wake-up at most. Owner only.
+ */
+static inline bool vrt__should_wake(struct vrt_worker *w, unsigned n, unsigned min)
+{
+	if (vrt__worth_waking(w, n, min)) {
+		w->wake_owed = false;
+		return true;
+	}
+	return vb_unlikely(w->wake_owed) && vrt__wake_owed_due(w);
+}
 
 /* worker.c */
 void vrt__reload_tunables(struct vrt_worker *w);

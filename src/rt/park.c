@@ -22,6 +22,9 @@
  *        was the last one it owes the re-check of every queue: after the
  *        poll when that gave it work (after_driver), else as part of
  *        parking (work_visible with all).
+ *   The owed wake-up (vrt__should_wake, vrt__wake_owed_due) adds no
+ *   shared variable: wake_owed is owner-only, and the wake-up it makes is
+ *   vrt__notify_parked, the notifier's side of [W4].
  */
 #include "rt/internal.h"
 #include "base/lineaudit.h"
@@ -146,6 +149,30 @@ static unsigned local_runnable(struct vrt_worker *w)
 	       w->yq_len + vrt__wsq_len(&w->q) + vrt__wsq_len(&w->cq);
 }
 
+/*
+ * The owed wake-up (vrt__should_wake): this worker left its park by its
+ * driver, not by a notifier. A sibling that parked while every other
+ * worker was parked sleeps with no bound (the park rule), and nobody told
+ * it this worker is awake: only a wake-up brings it, or a task queued here
+ * waits for this worker's next poll to end, however long that poll runs
+ * (Tokio wakes a sibling after its driver's park for the same reason:
+ * should_notify_others). Due once a sibling could steal a task here beyond
+ * the one this worker runs next: inside a poll every task on the rings;
+ * outside, all but the ring's head unless the next task comes from an
+ * owner-only slot. Owner only.
+ */
+bool vrt__wake_owed_due(struct vrt_worker *w)
+{
+	unsigned n = vrt__wsq_len(&w->q) + vrt__wsq_len(&w->cq);
+
+	if (n && !vrt__tls_task && !w->lifo && !w->resume && !w->cont_cur && !w->pf_len)
+		n--; /* the ring's head is this worker's next task */
+	if (!n)
+		return false;
+	w->wake_owed = false;
+	return true;
+}
+
 /* A sibling's ring holds fresh tasks it has not started: work an idle or
  * slicing worker could steal (the slice rule, worker.c). A relaxed look at
  * each ring's indices (vrt__wsq_len): a stale answer costs one slice its
@@ -226,7 +253,7 @@ static bool unmark_parked(struct vrt_worker *w)
  */
 static void after_driver(struct vrt_worker *w, bool last)
 {
-	if (vrt__worth_waking(w, local_runnable(w) - 1, 1)) {
+	if (vrt__should_wake(w, local_runnable(w) - 1, 1)) {
 		vrt__notify_parked(w->rt);
 		return;
 	}
@@ -271,6 +298,7 @@ static void park(struct vrt_worker *w)
 	uint64_t idle;
 
 	w->in_io = true;
+	w->wake_owed = false; /* nothing is queued here: we are parking */
 	if (w->unparked_idle) {
 		/* Woken by a notifier and about to sleep again without having
 		 * run a task: that unpark was futile. */
@@ -337,7 +365,9 @@ static void park(struct vrt_worker *w)
 	 * "queued" when the awake worker's ring is empty: that costs a
 	 * park_timeout wake-up while some worker is awake, never on an idle
 	 * runtime. Like the scan, it is a look at one moment: a worker that
-	 * wakes later and queues a task it does not advertise runs it itself.
+	 * wakes later by its driver owes us a wake-up once it queues a task
+	 * it will not run next (vrt__wake_owed_due), so we may sleep with no
+	 * bound.
 	 */
 	queued = vrt__inject_len(&rt->inject) != 0 ||
 		 (w->stealing && vrt__idle_parked(idle) + 1 < rt->nworkers);
@@ -350,7 +380,9 @@ static void park(struct vrt_worker *w)
 		vrt__ctr_add(&w->c.unparks, 1);
 		w->unparked_idle = true;
 	} else if (vrt__local_has_work(w)) {
-		/* Not a searcher: the driver gave us tasks in its park. */
+		/* Not a searcher: the driver gave us tasks in its park, and
+		 * no sibling knows we are awake (vrt__wake_owed_due). */
+		w->wake_owed = true;
 		after_driver(w, false);
 	}
 	now = vb_now_ns();

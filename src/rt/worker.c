@@ -153,9 +153,11 @@ static void push_ring(struct vrt_worker *w, struct vrt_task *t, bool notify)
 	 * awake and run it soon, while the sleeper would pay a futex wake-up
 	 * (and often a context switch on our core) to steal half of one task.
 	 * From VRT_RING_NOTIFY_MIN tasks on, or on overflow, one parked
-	 * worker is woken, if the ring is worth a wake-up (vrt__worth_waking). */
+	 * worker is woken, if the ring is worth a wake-up (vrt__worth_waking);
+	 * after a park its driver ended, one task is enough once
+	 * (vrt__should_wake: the owed wake-up). */
 	if (notify && !w->in_io &&
-	    (r.overflowed || vrt__worth_waking(w, vrt__wsq_len(&w->q), VRT_RING_NOTIFY_MIN)))
+	    (r.overflowed || vrt__should_wake(w, vrt__wsq_len(&w->q), VRT_RING_NOTIFY_MIN)))
 		vrt__notify_parked(w->rt);
 }
 
@@ -208,8 +210,8 @@ static struct vrt_task *flush_yields(struct vrt_worker *w, bool tick)
 	/* The wake rule, as for any local push (issue 19): a single yielded
 	 * task is this worker's own next task, and waking a sibling for it
 	 * was a futile wake-up per slice (review N2). */
-	if (!w->in_io && vrt__worth_waking(w, global ? w->yq_len : vrt__wsq_len(&w->q),
-					   VRT_RING_NOTIFY_MIN))
+	if (!w->in_io && vrt__should_wake(w, global ? w->yq_len : vrt__wsq_len(&w->q),
+					  VRT_RING_NOTIFY_MIN))
 		vrt__notify_parked(w->rt);
 	w->yq_head = w->yq_tail = NULL;
 	w->yq_len = 0;
@@ -729,8 +731,8 @@ static void push_cont(struct vrt_worker *w, struct vrt_task *t)
 		vrt__ctr_add(&w->c.tasks_overflowed, r.overflowed);
 	}
 	VB_BUG_ON(r.dropped); /* closed only after every worker was joined */
-	if (!w->in_io && vrt__worth_waking(w, vrt__wsq_len(&w->q) + vrt__wsq_len(&w->cq) +
-					   (w->lifo != NULL), VRT_RING_NOTIFY_MIN))
+	if (!w->in_io && vrt__should_wake(w, vrt__wsq_len(&w->q) + vrt__wsq_len(&w->cq) +
+					  (w->lifo != NULL), VRT_RING_NOTIFY_MIN))
 		vrt__notify_parked(w->rt);
 }
 

@@ -8,7 +8,8 @@
  * under a flood of fresh tasks; completions on a busy worker's driver are
  * reaped within io_reap_us of slice time (counted in slices); a task queued
  * behind a sibling's long poll is stolen while that poll lasts, with no
- * stall monitor. Threads: the test thread plus the workers; also run under
+ * stall monitor, also when the sibling slept with no bound before the
+ * busy worker's driver woke it (the owed wake-up, one). Threads: the test thread plus the workers; also run under
  * ThreadSanitizer.
  */
 #include "rt/rt.h"
@@ -621,6 +622,207 @@ static void test_queued_behind_long_poll(void **st)
 	vrt_free(rt);
 }
 
+/* ------------------------------------------------------------------------ */
+
+/*
+ * A driver of the park seam with one event source per worker: the test
+ * thread sets ready[w] and signals ev[w] (the driver's own wake-up, not
+ * the runtime's unpark), and the park that ends reaps slot[w][0], then
+ * slot[w][1]. The driver records the timeout of each worker's current park,
+ * so the test knows when a worker sleeps with no bound.
+ */
+struct wdrv {
+	struct vb_event ev[2];
+	_Atomic int ready[2];
+	_Atomic(struct vrt_task *) slot[2][2];
+	_Atomic int in_park[2];
+	_Atomic int64_t park_to[2];
+};
+static struct wdrv wd;
+
+static void wd_reap(unsigned w)
+{
+	if (!atomic_exchange(&wd.ready[w], 0))
+		return;
+	for (int i = 0; i < 2; i++) {
+		struct vrt_task *t = atomic_exchange(&wd.slot[w][i], NULL);
+		if (t) {
+			vrt_task_wake(t);
+			vrt_task_unref(t);
+		}
+	}
+}
+
+static void wd_park(void *ctx, unsigned w, int64_t timeout_ns)
+{
+	(void)ctx;
+	atomic_store(&wd.park_to[w], timeout_ns);
+	atomic_store(&wd.in_park[w], 1);
+	vb_event_wait(&wd.ev[w], timeout_ns);
+	atomic_store(&wd.in_park[w], 0);
+	wd_reap(w);
+}
+
+static void wd_unpark(void *ctx, unsigned w)
+{
+	(void)ctx;
+	vb_event_set(&wd.ev[w]);
+}
+
+static void wd_poll(void *ctx, unsigned w)
+{
+	(void)ctx;
+	wd_reap(w);
+}
+
+static const struct vrt_park_ops wdrv_ops = {
+	.park = wd_park, .unpark = wd_unpark, .poll = wd_poll,
+};
+
+static void tweak_wdrv(struct vrt_config *c)
+{
+	c->park_ops = &wdrv_ops;
+	c->park_ctx = NULL;
+	c->stall_warn_ms = 0; /* no rescue by the stall monitor */
+}
+
+/* Polls that take next to no time: gives its worker a poll-time estimate
+ * (the EWMA, at the global-interval tick) far below VRT_WAKE_WORTH_NS, so
+ * that by the worth rule alone a backlog of one task wakes nobody. */
+static enum vrt_poll fn_warm(struct pt *x)
+{
+	atomic_store(&x->seen, vrt_worker_id());
+	return --x->left > 0 ? VRT_YIELD : VRT_READY;
+}
+
+static _Atomic int owed_release;
+static _Atomic int owed_light_ran;  /* the light task ran (1) */
+static _Atomic int owed_light_on;   /* the worker it ran on */
+
+/* Parks on worker `tag` of the driver (slot 0); then records that it ran. */
+static enum vrt_poll fn_owed_light(struct pt *x)
+{
+	if (atomic_load(&x->seen) == -2) {
+		atomic_store(&x->seen, -1);
+		vrt_task_ref(&x->t);
+		atomic_store(&wd.slot[(int)x->tag][0], &x->t);
+		return VRT_PENDING;
+	}
+	atomic_store(&owed_light_on, vrt_worker_id());
+	atomic_store(&owed_light_ran, 1);
+	return VRT_READY;
+}
+
+/* Parks on worker `tag` of the driver (slot 1); then stays in one poll
+ * until the test releases it (or a hang), and records whether the light
+ * task ran meanwhile. */
+static enum vrt_poll fn_owed_long(struct pt *x)
+{
+	int64_t t0;
+
+	if (atomic_load(&x->seen) == -2) {
+		atomic_store(&x->seen, -1);
+		vrt_task_ref(&x->t);
+		atomic_store(&wd.slot[(int)x->tag][1], &x->t);
+		return VRT_PENDING;
+	}
+	t0 = vb_now_ns();
+	while (!atomic_load(&owed_release) && vb_now_ns() - t0 < 2 * HANG_NS)
+		usleep(100);
+	atomic_store(&x->seen, atomic_load(&owed_light_ran));
+	return VRT_READY;
+}
+
+/*
+ * Worker A sleeps with no bound (every other worker was parked when it
+ * parked); worker B is then woken by its own driver, which makes two tasks
+ * runnable (the light one in B's ring, the long one in its LIFO slot), and
+ * B runs the long one in one poll. Nobody unparked A and its park has no
+ * timeout, and there is no stall monitor: before the fix the light task
+ * waited for the whole poll (B's poll-time estimate judged one task not
+ * worth a wake-up). A worker that leaves its park by its driver owes its
+ * siblings one wake-up for work beyond its next task: A is woken once and
+ * steals the light task while B's poll still runs.
+ */
+static void test_driver_wake_owes_a_wake(void **st)
+{
+	struct vrt *rt;
+	struct vrt_worker_stats ws[2];
+	struct pt *light, *lng;
+	unsigned a, b;
+	uint64_t unparks0;
+	int64_t t0;
+
+	(void)st;
+	memset(&wd, 0, sizeof(wd));
+	for (int i = 0; i < 2; i++) {
+		vb_event_init(&wd.ev[i]);
+		atomic_init(&wd.park_to[i], 0);
+	}
+	atomic_store(&owed_release, 0);
+	atomic_store(&owed_light_ran, 0);
+	atomic_store(&owed_light_on, -1);
+	rt = mkrt(2, tweak_wdrv);
+	/* B: the worker that ran the warm-up polls, with an estimate. */
+	for (int round = 0;; round++) {
+		struct pt *warm = pt_new(fn_warm, rt);
+
+		assert_true(round < 20);
+		warm->left = 1000;
+		vrt_task_ref(&warm->t);
+		assert_int_equal(vrt_spawn(rt, &warm->t), 0);
+		vrt_task_join_wait(&warm->t);
+		b = (unsigned)atomic_load(&warm->seen);
+		vrt_task_unref(&warm->t);
+		vrt_stats_snapshot(rt, NULL, ws, 2);
+		if (ws[b].ewma_poll_ns > 0)
+			break;
+	}
+	a = 1 - b;
+	print_message("# worker %u: poll-time estimate %lu ns\n", b,
+		      (unsigned long)ws[b].ewma_poll_ns);
+	light = pt_new(fn_owed_light, rt);
+	lng = pt_new(fn_owed_long, rt);
+	light->tag = (char)b;
+	lng->tag = (char)b;
+	atomic_init(&light->seen, -2);
+	atomic_init(&lng->seen, -2);
+	vrt_task_ref(&light->t);
+	vrt_task_ref(&lng->t);
+	assert_int_equal(vrt_spawn(rt, &light->t), 0);
+	assert_int_equal(vrt_spawn(rt, &lng->t), 0);
+	/* Both registered with B's driver; A asleep without a bound, B asleep. */
+	t0 = vb_now_ns();
+	while (!atomic_load(&wd.slot[b][0]) || !atomic_load(&wd.slot[b][1]) ||
+	       !atomic_load(&wd.in_park[a]) || atomic_load(&wd.park_to[a]) >= 0 ||
+	       !atomic_load(&wd.in_park[b])) {
+		assert_true(vb_now_ns() - t0 < HANG_NS);
+		usleep(100);
+	}
+	vrt_stats_snapshot(rt, NULL, ws, 2);
+	unparks0 = ws[a].unparks;
+	atomic_store(&wd.ready[b], 1);
+	vb_event_set(&wd.ev[b]);
+	/* The hang guard: before the fix the light task never ran here. */
+	t0 = vb_now_ns();
+	while (!atomic_load(&owed_light_ran) && vb_now_ns() - t0 < HANG_NS)
+		usleep(100);
+	vrt_stats_snapshot(rt, NULL, ws, 2);
+	atomic_store(&owed_release, 1);
+	vrt_task_join_wait(&lng->t);
+	vrt_task_join_wait(&light->t);
+	print_message("# light task ran during the long poll: %d, on worker %d (B %u); "
+		      "A unparked %lu times\n", atomic_load(&lng->seen),
+		      atomic_load(&owed_light_on), b, (unsigned long)(ws[a].unparks - unparks0));
+	assert_int_equal(atomic_load(&lng->seen), 1);
+	assert_int_equal(atomic_load(&owed_light_on), (int)a);
+	assert_int_equal(ws[a].unparks - unparks0, 1);
+	vrt_task_unref(&light->t);
+	vrt_task_unref(&lng->t);
+	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
+	vrt_free(rt);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -631,6 +833,7 @@ int main(void)
 		cmocka_unit_test(test_continuation_beside_fresh_stream),
 		cmocka_unit_test(test_reap_by_slice_time),
 		cmocka_unit_test(test_queued_behind_long_poll),
+		cmocka_unit_test(test_driver_wake_owes_a_wake),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
