@@ -7,8 +7,9 @@
  * freed only after its last completion, vectored send of header + body,
  * a quiet send (its completion does not wake the task; without quiet it
  * does), half-close, reset, close with a receive pending, a reader that
- * stalls while the peer floods it (multishot throttle). Run once per
- * backend.
+ * stalls while the peer floods it (multishot throttle), a task spawned
+ * behind a long poll by a reader its driver woke is stolen by the sibling
+ * that slept with no bound (the owed wake-up). Run once per backend.
  */
 #include "config.h"
 
@@ -1001,6 +1002,134 @@ static void test_buf_return_to_parked_owner(void **state)
 	vio__test_park_unbounded = false;
 }
 
+/* ------- a task queued behind a long poll, after a wake-up by the driver */
+
+static _Atomic int owed_release, owed_light_ran, owed_light_on;
+static struct ct *owed_light, *owed_long;
+
+static enum vrt_poll owed_light_poll(struct ioh_task *self)
+{
+	(void)self;
+	atomic_store(&owed_light_on, vrt_worker_id());
+	atomic_store(&owed_light_ran, 1);
+	return VRT_READY;
+}
+
+/* One long poll: until the test releases it (or a hang); records whether
+ * the light task ran meanwhile. */
+static enum vrt_poll owed_long_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	int64_t t0 = vb_now_ns();
+
+	while (!atomic_load(&owed_release) && vb_now_ns() - t0 < 60000 * MS)
+		usleep(100);
+	t->res = atomic_load(&owed_light_ran);
+	return VRT_READY;
+}
+
+/* Waits for one byte; then, on the worker whose driver woke it, spawns the
+ * light task (it goes to the ring when the long one takes the LIFO slot)
+ * and the long one. */
+static enum vrt_poll owed_reader_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
+
+	if (p == VRT_PENDING) {
+		t->home = vrt_worker_id();
+		/* [F1] release: pairs with wait_flag's acquire. */
+		atomic_store_explicit(&t->pending_seen, 1, memory_order_release);
+		return p;
+	}
+	if (p == VRT_READY) {
+		t->first_w = vrt_worker_id();
+		TASK_CHECK(vrt_spawn_detached(vrt_current_rt(), &owed_light->base.t) == 0);
+		TASK_CHECK(vrt_spawn(vrt_current_rt(), &owed_long->base.t) == 0);
+		vio_conn_abandon(&t->c);
+	}
+	return p;
+}
+
+/*
+ * Both workers asleep with no bound (vio__test_park_unbounded), no stall
+ * monitor. A byte wakes the reader through its worker's driver (which
+ * unparks nobody); the reader spawns a light task into that worker's ring
+ * and a long one into its LIFO slot, and the long one runs in one poll.
+ * The worker owes its sibling a wake-up (it left its park by its driver),
+ * so the sibling, woken once, steals the light task while the long poll
+ * runs; before, the light task waited for the poll's end.
+ */
+static void test_driver_wake_owes_a_wake(void **state)
+{
+	struct vrt_worker_stats ws[2];
+	struct vrt_config rc;
+	struct ioh h;
+	struct ct *t;
+	int fds[2], ran_during, light_on, home, woke_on;
+	uint64_t unparks0, parks0[2], unparked;
+	unsigned a;
+	int64_t t0;
+
+	(void)state;
+	vio__test_park_unbounded = true;
+	tcfg_rt(&rc);
+	rc.stall_warn_ms = 0; /* no rescue by the stall monitor */
+	ioh_start(&h, 2, NULL, &rc);
+	atomic_store(&owed_release, 0);
+	atomic_store(&owed_light_ran, 0);
+	atomic_store(&owed_light_on, -1);
+	owed_light = ct_new(owed_light_poll, -1);
+	owed_long = ct_new(owed_long_poll, -1);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	t = ct_new(owed_reader_poll, fds[0]);
+	ioh_spawn(&h, &t->base, true);
+	wait_flag(&t->pending_seen);
+	/* Both asleep, and still in the same parks a moment later. */
+	t0 = vb_now_ns();
+	for (;;) {
+		vrt_stats_snapshot(h.rt, NULL, ws, 2);
+		parks0[0] = ws[0].parks;
+		parks0[1] = ws[1].parks;
+		if (ws[0].state == VRT_WS_PARKED && ws[1].state == VRT_WS_PARKED) {
+			usleep(20000);
+			vrt_stats_snapshot(h.rt, NULL, ws, 2);
+			if (ws[0].state == VRT_WS_PARKED && ws[1].state == VRT_WS_PARKED &&
+			    ws[0].parks == parks0[0] && ws[1].parks == parks0[1])
+				break;
+		}
+		assert_true(vb_now_ns() - t0 < 20000 * MS);
+		usleep(1000);
+	}
+	a = 1 - (unsigned)t->home;
+	unparks0 = ws[a].unparks;
+	assert_int_equal(send(fds[1], "x", 1, 0), 1);
+	/* The hang guard: before the owed wake-up the light task never ran
+	 * here. */
+	t0 = vb_now_ns();
+	while (!atomic_load(&owed_light_ran) && vb_now_ns() - t0 < 20000 * MS)
+		usleep(200);
+	vrt_stats_snapshot(h.rt, NULL, ws, 2);
+	unparked = ws[a].unparks - unparks0;
+	atomic_store(&owed_release, 1);
+	vrt_task_join_wait(&owed_long->base.t);
+	ct_join(t);
+	ran_during = (int)owed_long->res;
+	light_on = atomic_load(&owed_light_on);
+	home = t->home;
+	woke_on = t->first_w;
+	vrt_task_unref(&owed_long->base.t);
+	ct_finish(&h, t, fds[1]);
+	vio__test_park_unbounded = false;
+	print_message("# reader parked on worker %d, woken on %d; light task ran during the long "
+		      "poll: %d, on worker %d; the sibling unparked %lu times\n", home, woke_on,
+		      ran_during, light_on, (unsigned long)unparked);
+	assert_int_equal(woke_on, home);
+	assert_int_equal(ran_during, 1);
+	assert_int_equal(light_on, (int)a);
+	assert_int_equal(unparked, 1);
+}
+
 /* ------------------ many readers that stop reading: buffers and heap */
 
 static _Atomic int stall_stop;
@@ -1441,6 +1570,7 @@ int main(void)
 		cmocka_unit_test(test_send_while_busy),
 		cmocka_unit_test(test_reaped_by_slice_time),
 		cmocka_unit_test(test_buf_return_to_parked_owner),
+		cmocka_unit_test(test_driver_wake_owes_a_wake),
 		cmocka_unit_test(test_stalled_readers_bounded),
 		cmocka_unit_test(test_stalled_readers_small_budget),
 		cmocka_unit_test(test_stalled_reader),
