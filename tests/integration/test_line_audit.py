@@ -19,8 +19,8 @@ connection (issue 20 item 6). Counts, not timing.
 The figures are in bench/README.md ("Shared cache lines per request"), with
 bench/line_audit.py, which reports them under workloads A and B. In a build
 without the audit the daemon says so (no "line-audit" in its features) and
-the cases skip: scripts/test runs them in its ASan tree, configured with
---enable-line-audit.
+the cases would skip, so the build registers this test only with
+--enable-line-audit (scripts/test's ASan tree is configured with it).
 """
 import pytest
 
