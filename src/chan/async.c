@@ -10,10 +10,10 @@
  * between claiming it and marking it NOTIFIED (waitq.c).
  *
  * Ordering (labels of waitq.c and chan.c):
- *   w->state: the owner moves IDLE -> WAITING before [W1] publishes w, and
- *   NOTIFIED -> IDLE after reading NOTIFIED with acquire [W6] (pairs with the
- *   waker's release [W4]); the waker writes NOTIFIED.
- *   [W3] seq_cst fence between registering and re-checking the ring.
+ *   w->state: the owner moves IDLE -> WAITING before [CW1] publishes w, and
+ *   NOTIFIED -> IDLE after reading NOTIFIED with acquire [CW6] (pairs with the
+ *   waker's release [CW4]); the waker writes NOTIFIED.
+ *   [CW3] seq_cst fence between registering and re-checking the ring.
  *   The task reference a registered waiter holds is released by whoever takes
  *   the waiter off its queue: the waker (after the wake) or the owner.
  */
@@ -66,7 +66,7 @@ static enum vch_status op_poll(struct vch *ch, unsigned dir, struct vch_waiter *
 	if (!vrt_budget_consume())
 		return VCH_YIELD;
 
-	/* [W6] acquire: pairs with [W4] when a waker notified us. */
+	/* [CW6] acquire: pairs with [CW4] when a waker notified us. */
 	s = atomic_load_explicit(&w->state, memory_order_acquire);
 	if (s == VCH_W_NOTIFIED) {
 		/* Woken: this attempt uses the wakeup. Relaxed: owner-only now. */
@@ -97,11 +97,11 @@ static enum vch_status op_poll(struct vch *ch, unsigned dir, struct vch_waiter *
 	w->task = t;
 	w->ch = ch;
 	w->dir = (uint8_t)dir;
-	/* Relaxed: published by the seq_cst register [W1]. */
+	/* Relaxed: published by the seq_cst register [CW1]. */
 	atomic_store_explicit(&w->state, VCH_W_WAITING, memory_order_relaxed);
 	vch__waitq_register(vch__queue_of(ch, dir), w);
 	side_count(ch, dir, true);   /* an empty (full) event and a wait: one write */
-	/* [W3] seq_cst fence: the re-check sees every ring RMW whose waker may
+	/* [CW3] seq_cst fence: the re-check sees every ring RMW whose waker may
 	 * have missed the registration; see waitq.c. */
 	atomic_thread_fence(memory_order_seq_cst);
 	r = attempt(ch, dir, v);
@@ -123,7 +123,7 @@ enum vch_status vch_recv_poll(struct vch *ch, struct vch_waiter *w, uint64_t *va
 
 void vch_waiter_cancel(struct vch_waiter *w)
 {
-	/* [W6] acquire: pairs with [W4]. */
+	/* [CW6] acquire: pairs with [CW4]. */
 	uint32_t s = atomic_load_explicit(&w->state, memory_order_acquire);
 
 	if (s == VCH_W_IDLE)

@@ -14,29 +14,29 @@
  *   ch->head: receivers (CAS).
  *   slot->stamp: the sender or receiver that claimed the slot's position.
  *   slot->value: plain; owned by the claimer between the stamp edges below.
- *   [R1] send: acquire load of the stamp; pairs with [R6]: the previous
+ *   [CR1] send: acquire load of the stamp; pairs with [CR6]: the previous
  *        receiver's read of the value happens before our write.
- *   [R2] send: seq_cst CAS tail -> tail + 2 claims the position. seq_cst
+ *   [CR2] send: seq_cst CAS tail -> tail + 2 claims the position. seq_cst
  *        because it is the ring side of the Dekker pair with waiting
- *        receivers ([W2]/[W3] in waitq.c); also fails if close set bit 0.
- *   [R3] send: release store stamp = pos + 1 publishes the value; pairs
- *        with [R4].
- *   [R4] recv: acquire load of the stamp; pairs with [R3].
- *   [R5] recv: seq_cst CAS head -> head + 2 claims the position; the ring
- *        side of the Dekker pair with waiting senders ([W2]/[W3]).
- *   [R6] recv: release store stamp = pos + 2*size frees the slot; pairs
- *        with [R1].
- *   [R7] close: seq_cst fetch_or of the closed bit; Dekker partner of the
- *        waiters' [W3] like [R2] (the waiters' queues are then emptied by
+ *        receivers ([CW2]/[CW3] in waitq.c); also fails if close set bit 0.
+ *   [CR3] send: release store stamp = pos + 1 publishes the value; pairs
+ *        with [CR4].
+ *   [CR4] recv: acquire load of the stamp; pairs with [CR3].
+ *   [CR5] recv: seq_cst CAS head -> head + 2 claims the position; the ring
+ *        side of the Dekker pair with waiting senders ([CW2]/[CW3]).
+ *   [CR6] recv: release store stamp = pos + 2*size frees the slot; pairs
+ *        with [CR1].
+ *   [CR7] close: seq_cst fetch_or of the closed bit; Dekker partner of the
+ *        waiters' [CW3] like [CR2] (the waiters' queues are then emptied by
  *        seq_cst exchanges in notify_all).
  *   Loads of head/tail to tell "full"/"empty" from "claimed, not finished"
  *   are relaxed: a stale value only sends us round the retry loop once more,
- *   and a waiter's re-check comes after its seq_cst fence [W3], which makes
+ *   and a waiter's re-check comes after its seq_cst fence [CW3], which makes
  *   any relaxed load that follows see every seq_cst RMW ordered before it.
  *   Blocked threads, phase 1 (slot_ready): relaxed loads of the own side's
  *   position and of its slot's stamp. Only a hint of when to attempt: the
- *   attempt re-reads them with [R1]/[R4] and claims with [R2]/[R5]; a thread
- *   never sleeps on what a relaxed look told it, only after [W1] + [W3] and a
+ *   attempt re-reads them with [CR1]/[CR4] and claims with [CR2]/[CR5]; a thread
+ *   never sleeps on what a relaxed look told it, only after [CW1] + [CW3] and a
  *   failed attempt, so the Dekker argument of waitq.c is unchanged.
  *   wait_hint, gap_avg, vch__pause_ps, spun and the other side statistics:
  *   relaxed (heuristics and counters; no other data is published through
@@ -159,7 +159,7 @@ static inline void cas_backoff(void)
 static inline __attribute__((always_inline))
 enum vch_status send_attempt(struct vch *ch, uint64_t value)
 {
-	/* Relaxed: only a guess; the CAS [R2] validates it. */
+	/* Relaxed: only a guess; the CAS [CR2] validates it. */
 	uint64_t tail = atomic_load_explicit(&ch->tail, memory_order_relaxed);
 	unsigned step = 0;
 
@@ -167,7 +167,7 @@ enum vch_status send_attempt(struct vch *ch, uint64_t value)
 		if (vb_unlikely(tail & VCH_CLOSED_BIT))
 			return VCH_CLOSED;
 		struct vch_slot *s = &ch->buf[(tail / VCH_POS_STEP) & ch->mask];
-		/* [R1] acquire: pairs with [R6]. */
+		/* [CR1] acquire: pairs with [CR6]. */
 		uint64_t stamp = atomic_load_explicit(&s->stamp, memory_order_acquire);
 		int64_t dif = (int64_t)(stamp - tail);
 
@@ -181,14 +181,14 @@ enum vch_status send_attempt(struct vch *ch, uint64_t value)
 					return VCH_FULL;
 			}
 			VB_LINE_WRITE(chan_tail);
-			/* [R2] seq_cst: claims the position; Dekker with [W3].
+			/* [CR2] seq_cst: claims the position; Dekker with [CW3].
 			 * Relaxed on failure: the value read is only a new guess. */
 			if (vb_likely(atomic_compare_exchange_weak_explicit(&ch->tail, &tail,
 					tail + VCH_POS_STEP, memory_order_seq_cst,
 					memory_order_relaxed))) {
 				VB_LINE_WRITE(chan_slot);
 				s->value = value;
-				/* [R3] release: publishes the value; pairs with [R4]. */
+				/* [CR3] release: publishes the value; pairs with [CR4]. */
 				atomic_store_explicit(&s->stamp, tail + 1, memory_order_release);
 				return VCH_OK;
 			}
@@ -212,26 +212,26 @@ enum vch_status send_attempt(struct vch *ch, uint64_t value)
 static inline __attribute__((always_inline))
 enum vch_status recv_attempt(struct vch *ch, uint64_t *value)
 {
-	/* Relaxed: only a guess; the CAS [R5] validates it. */
+	/* Relaxed: only a guess; the CAS [CR5] validates it. */
 	uint64_t head = atomic_load_explicit(&ch->head, memory_order_relaxed);
 	unsigned step = 0;
 
 	for (;;) {
 		struct vch_slot *s = &ch->buf[(head / VCH_POS_STEP) & ch->mask];
-		/* [R4] acquire: pairs with [R3]. */
+		/* [CR4] acquire: pairs with [CR3]. */
 		uint64_t stamp = atomic_load_explicit(&s->stamp, memory_order_acquire);
 		int64_t dif = (int64_t)(stamp - (head + 1));
 
 		if (vb_likely(dif == 0)) {
 			VB_LINE_WRITE(chan_head);
-			/* [R5] seq_cst: claims the position; Dekker with [W3].
+			/* [CR5] seq_cst: claims the position; Dekker with [CW3].
 			 * Relaxed on failure: the value read is only a new guess. */
 			if (vb_likely(atomic_compare_exchange_weak_explicit(&ch->head, &head,
 					head + VCH_POS_STEP, memory_order_seq_cst,
 					memory_order_relaxed))) {
 				*value = s->value;
 				VB_LINE_WRITE(chan_slot);
-				/* [R6] release: frees the slot; pairs with [R1]. */
+				/* [CR6] release: frees the slot; pairs with [CR1]. */
 				atomic_store_explicit(&s->stamp, head + ch->size2, memory_order_release);
 				return VCH_OK;
 			}
@@ -300,7 +300,7 @@ enum vch_status vch_try_recv(struct vch *ch, uint64_t *value)
 void vch_close(struct vch *ch)
 {
 	VB_LINE_WRITE(chan_tail);
-	/* [R7] seq_cst: Dekker partner of [W3], like [R2]. */
+	/* [CR7] seq_cst: Dekker partner of [CW3], like [CR2]. */
 	atomic_fetch_or_explicit(&ch->tail, VCH_CLOSED_BIT, memory_order_seq_cst);
 	vch__waitq_notify_all(&ch->sendq);
 	vch__waitq_notify_all(&ch->recvq);
@@ -391,7 +391,7 @@ void vch_waiter_init(struct vch_waiter *w)
  *    threshold: one value is enough.
  * 2. A few sched_yield retries (VCH_BLOCK_YIELDS): on a machine with fewer
  *    CPUs than runnable threads, the party we wait for may need our CPU.
- * 3. Register a waiter, re-check ([W3]), sleep on its futex. The other side
+ * 3. Register a waiter, re-check ([CW3]), sleep on its futex. The other side
  *    wakes the first registered waiter after every single operation that
  *    makes a value (slot) available (vch__waitq_notify), so a sleeper is
  *    woken for one value too.
@@ -511,7 +511,7 @@ static inline enum vch_status attempt(struct vch *ch, unsigned dir, uint64_t *v)
 /*
  * Phase 1 look: could an attempt succeed now? Reads our side's position and
  * the stamp of its slot only. Relaxed: a hint; the attempt that follows
- * re-reads both with its own ordering ([R1]/[R4], [R2]/[R5]). A stale
+ * re-reads both with its own ordering ([CR1]/[CR4], [CR2]/[CR5]). A stale
  * position reads as "ready" (the stamp moved on) and costs one attempt.
  */
 static inline bool slot_ready(struct vch *ch, unsigned dir)
@@ -662,13 +662,13 @@ static enum vch_status block_wait(struct vch *ch, unsigned dir, uint64_t *v,
 		if (deadline_ns >= 0 && vb_now_ns() >= deadline_ns)
 			return VCH_TIMEDOUT;
 
-		/* Relaxed: w is published by the seq_cst register [W1]. */
+		/* Relaxed: w is published by the seq_cst register [CW1]. */
 		atomic_store_explicit(&w.state, VCH_W_WAITING, memory_order_relaxed);
 		vch__waitq_register(q, &w);
 		VB_LINE_WRITE(chan_stats);
 		/* Relaxed: a statistic. */
 		atomic_fetch_add_explicit(&st->waits, 1, memory_order_relaxed);
-		/* [W3] seq_cst fence: the re-check below sees every ring RMW whose
+		/* [CW3] seq_cst fence: the re-check below sees every ring RMW whose
 		 * waker may have missed our registration; see waitq.c. */
 		atomic_thread_fence(memory_order_seq_cst);
 		r = attempt(ch, dir, v);

@@ -123,7 +123,7 @@ int vch__new_at(size_t capacity, uint64_t start, struct vch **out);
 void vch__waitq_init(struct vch_waitq *q);
 void vch__waitq_fini(struct vch_waitq *q);
 /* Publish w (state already WAITING). The caller then issues the seq_cst
- * fence [W3] and re-checks the ring before it may sleep. */
+ * fence [CW3] and re-checks the ring before it may sleep. */
 void vch__waitq_register(struct vch_waitq *q, struct vch_waiter *w);
 /* Withdraw w: true when it was still queued (nobody will touch it); false
  * when a waker claimed it: this returns only once the waker marked it
@@ -144,7 +144,7 @@ static inline struct vch_waitq *vch__queue_of(struct vch *ch, unsigned dir)
 
 /*
  * Waker fast path, after every successful send (recvq) or receive (sendq):
- * [W2] seq_cst load: the Dekker partner of [W1]/[W3]; see waitq.c.
+ * [CW2] seq_cst load: the Dekker partner of [CW1]/[CW3]; see waitq.c.
  */
 static inline void vch__waitq_notify(struct vch_waitq *q)
 {

@@ -20,13 +20,13 @@
  *     the one waker that claimed w writes WAKING/NOTIFIED.
  *   list links and w->linked: under q->lock only.
  *
- *   [W1] register: the seq_cst RMW on has_waiters publishes the waiter (its
- *        release half makes task/state/dir visible to the claimer, [W5]).
- *   [W2] waker (chan.c): its ring update is a seq_cst RMW of head or tail
- *        ([R2]/[R5]; close: [R7]); then it loads has_waiters seq_cst. It
+ *   [CW1] register: the seq_cst RMW on has_waiters publishes the waiter (its
+ *        release half makes task/state/dir visible to the claimer, [CW5]).
+ *   [CW2] waker (chan.c): its ring update is a seq_cst RMW of head or tail
+ *        ([CR2]/[CR5]; close: [CR7]); then it loads has_waiters seq_cst. It
  *        does so after every single successful operation, so one value (free
  *        slot) wakes one registered waiter: wakers never wait for a batch.
- *   [W3] waiter, after [W1]: seq_cst fence, then re-reads the ring.
+ *   [CW3] waiter, after [CW1]: seq_cst fence, then re-reads the ring.
  *        Dekker: this is the store-buffering pattern. Waiter: store flag;
  *        load ring. Waker: store ring; load flag. With acquire/release (or
  *        relaxed plus acquire fences) nothing forbids both loads returning the
@@ -35,21 +35,21 @@
  *        core's store buffer past the following load. Then the waiter sleeps
  *        on a full/empty ring while the waker sees nobody to wake: a lost
  *        wakeup. seq_cst puts both RMWs/loads/fences in one order S: if the
- *        waker's load [W2] precedes the waiter's flag store in S, the ring RMW
- *        precedes the fence [W3] in S and the waiter's re-check sees it;
- *        otherwise [W2] sees the flag. (A waiter that appends to an existing
+ *        waker's load [CW2] precedes the waiter's flag store in S, the ring RMW
+ *        precedes the fence [CW3] in S and the waiter's re-check sees it;
+ *        otherwise [CW2] sees the flag. (A waiter that appends to an existing
  *        list writes nothing seq_cst itself, but the LIST store it observed
  *        under the lock happens-before its fence, so the same argument holds.)
- *        Whatever a blocked thread did before [W1] (chan.c's spin phase, with
+ *        Whatever a blocked thread did before [CW1] (chan.c's spin phase, with
  *        relaxed looks at the ring) plays no part: only the re-check after
- *        [W3] decides whether it sleeps.
- *   [W4] deliver: the waker copies w->task first, then stores NOTIFIED with
+ *        [CW3] decides whether it sleeps.
+ *   [CW4] deliver: the waker copies w->task first, then stores NOTIFIED with
  *        release; after that store it never touches w again. Pairs with the
- *        owner's acquire load [W6]: from then on the owner may free w.
- *   [W5] claim: a waker's successful CAS w -> 0 (seq_cst, so acquire) reads
- *        from [W1] and sees the waiter's fields; list claims see them through
+ *        owner's acquire load [CW6]: from then on the owner may free w.
+ *   [CW5] claim: a waker's successful CAS w -> 0 (seq_cst, so acquire) reads
+ *        from [CW1] and sees the waiter's fields; list claims see them through
  *        the lock.
- *   [W6] owner: acquire load of w->state == NOTIFIED, pairs with [W4].
+ *   [CW6] owner: acquire load of w->state == NOTIFIED, pairs with [CW4].
  */
 #include "chan/internal.h"
 #include "base/lineaudit.h"
@@ -125,7 +125,7 @@ static void list_emptied_check(struct vch_waitq *q)
 {
 	if (!q->head) {
 		VB_LINE_WRITE(chan_waiters);
-		/* [W1] seq_cst: every write of has_waiters is in S (see above). */
+		/* [CW1] seq_cst: every write of has_waiters is in S (see above). */
 		atomic_store_explicit(&q->has_waiters, 0, memory_order_seq_cst);
 	}
 }
@@ -136,7 +136,7 @@ void vch__waitq_register(struct vch_waitq *q, struct vch_waiter *w)
 
 	w->linked = 0;
 	VB_LINE_WRITE(chan_waiters);
-	/* [W1] seq_cst: publishes w into the fast slot; pairs with [W5]/[W2]. */
+	/* [CW1] seq_cst: publishes w into the fast slot; pairs with [CW5]/[CW2]. */
 	if (atomic_compare_exchange_strong_explicit(&q->has_waiters, &cur, (uintptr_t)w,
 			memory_order_seq_cst, memory_order_seq_cst))
 		return;
@@ -144,7 +144,7 @@ void vch__waitq_register(struct vch_waitq *q, struct vch_waiter *w)
 	pthread_mutex_lock(&q->lock);
 	VB_LINE_WRITE(chan_waitq_lock);
 	for (;;) {
-		/* [W1] seq_cst read (all has_waiters accesses are; see above). */
+		/* [CW1] seq_cst read (all has_waiters accesses are; see above). */
 		cur = atomic_load_explicit(&q->has_waiters, memory_order_seq_cst);
 		if (cur == VCH_WQ_LIST) {
 			/* Stable while we hold the lock: only lock holders leave LIST. */
@@ -153,14 +153,14 @@ void vch__waitq_register(struct vch_waitq *q, struct vch_waiter *w)
 		}
 		VB_LINE_WRITE(chan_waiters);
 		if (cur == 0) {
-			/* [W1] seq_cst publish, as above. */
+			/* [CW1] seq_cst publish, as above. */
 			if (atomic_compare_exchange_strong_explicit(&q->has_waiters, &cur,
 					(uintptr_t)w, memory_order_seq_cst, memory_order_seq_cst))
 				break;
 			continue;
 		}
 		/* One waiter sits in the fast slot: move it and w to the list.
-		 * [W1]/[W5] seq_cst: reads the fast waiter's [W1] (acquire) and
+		 * [CW1]/[CW5] seq_cst: reads the fast waiter's [CW1] (acquire) and
 		 * publishes LIST. Fails if a waker or the waiter took it back. */
 		if (atomic_compare_exchange_strong_explicit(&q->has_waiters, &cur, VCH_WQ_LIST,
 				memory_order_seq_cst, memory_order_seq_cst)) {
@@ -177,7 +177,7 @@ static void wait_notified(struct vch_waiter *w)
 {
 	unsigned step = 0;
 
-	/* [W6] acquire: pairs with [W4]; afterwards w is ours again. */
+	/* [CW6] acquire: pairs with [CW4]; afterwards w is ours again. */
 	while (atomic_load_explicit(&w->state, memory_order_acquire) != VCH_W_NOTIFIED)
 		vch__backoff(&step);
 }
@@ -188,7 +188,7 @@ bool vch__waitq_remove(struct vch_waitq *q, struct vch_waiter *w)
 	bool removed = false;
 
 	VB_LINE_WRITE(chan_waiters);
-	/* [W1] seq_cst (all has_waiters writes are): take w back from the fast slot. */
+	/* [CW1] seq_cst (all has_waiters writes are): take w back from the fast slot. */
 	if (atomic_compare_exchange_strong_explicit(&q->has_waiters, &me, 0,
 			memory_order_seq_cst, memory_order_seq_cst))
 		return true;
@@ -215,7 +215,7 @@ static void deliver(struct vch_waiter *w)
 
 	VB_LINE_WRITE(chan_wake);
 	if (t) {
-		/* [W4] release: last touch of w; pairs with [W6]. The reference
+		/* [CW4] release: last touch of w; pairs with [CW6]. The reference
 		 * taken at registration keeps t alive for wake + unref. */
 		atomic_store_explicit(&w->state, VCH_W_NOTIFIED, memory_order_release);
 		vrt_task_wake(t);
@@ -223,7 +223,7 @@ static void deliver(struct vch_waiter *w)
 		return;
 	}
 	/* A thread that is not asleep yet sees NOTIFIED before it sleeps.
-	 * [W4] release on success; relaxed on failure (we only learn SLEEPING). */
+	 * [CW4] release on success; relaxed on failure (we only learn SLEEPING). */
 	if (atomic_compare_exchange_strong_explicit(&w->state, &s, VCH_W_NOTIFIED,
 			memory_order_release, memory_order_relaxed))
 		return;
@@ -232,13 +232,13 @@ static void deliver(struct vch_waiter *w)
 	 * thread only acts on NOTIFIED, published below. */
 	atomic_store_explicit(&w->state, VCH_W_WAKING, memory_order_relaxed);
 	vb_futex_wake(&w->state, 1);
-	/* [W4] release: last touch of w; pairs with [W6]. */
+	/* [CW4] release: last touch of w; pairs with [CW6]. */
 	atomic_store_explicit(&w->state, VCH_W_NOTIFIED, memory_order_release);
 }
 
 void vch__waitq_notify_one(struct vch_waitq *q)
 {
-	/* [W2] seq_cst: Dekker partner of [W3] (the caller's fast check already
+	/* [CW2] seq_cst: Dekker partner of [CW3] (the caller's fast check already
 	 * read it once; this re-read starts the claim loop). */
 	uintptr_t cur = atomic_load_explicit(&q->has_waiters, memory_order_seq_cst);
 	struct vch_waiter *w = NULL;
@@ -246,7 +246,7 @@ void vch__waitq_notify_one(struct vch_waitq *q)
 	while (cur != 0) {
 		if (cur != VCH_WQ_LIST) {
 			VB_LINE_WRITE(chan_waiters);
-			/* [W5] seq_cst (acquire): claim the fast waiter. */
+			/* [CW5] seq_cst (acquire): claim the fast waiter. */
 			if (atomic_compare_exchange_weak_explicit(&q->has_waiters, &cur, 0,
 					memory_order_seq_cst, memory_order_seq_cst)) {
 				w = (struct vch_waiter *)cur;
@@ -256,7 +256,7 @@ void vch__waitq_notify_one(struct vch_waitq *q)
 		}
 		pthread_mutex_lock(&q->lock);
 		VB_LINE_WRITE(chan_waitq_lock);
-		/* [W1] seq_cst read; LIST cannot change under the lock. */
+		/* [CW1] seq_cst read; LIST cannot change under the lock. */
 		cur = atomic_load_explicit(&q->has_waiters, memory_order_seq_cst);
 		if (cur == VCH_WQ_LIST) {
 			w = q->head;
@@ -279,7 +279,7 @@ void vch__waitq_notify_all(struct vch_waitq *q)
 	pthread_mutex_lock(&q->lock);
 	VB_LINE_WRITE(chan_waitq_lock);
 	VB_LINE_WRITE(chan_waiters);
-	/* [W2]/[W5] seq_cst: claims whatever is there (fast waiter or list). */
+	/* [CW2]/[CW5] seq_cst: claims whatever is there (fast waiter or list). */
 	cur = atomic_exchange_explicit(&q->has_waiters, 0, memory_order_seq_cst);
 	if (cur == VCH_WQ_LIST) {
 		chain = q->head;
@@ -305,7 +305,7 @@ int vch__waiter_sleep(struct vch_waiter *w, int64_t deadline_ns)
 	unsigned step = 0;
 
 	for (;;) {
-		/* [W6] acquire: pairs with [W4]. */
+		/* [CW6] acquire: pairs with [CW4]. */
 		uint32_t s = atomic_load_explicit(&w->state, memory_order_acquire);
 
 		if (s == VCH_W_NOTIFIED)
@@ -317,7 +317,7 @@ int vch__waiter_sleep(struct vch_waiter *w, int64_t deadline_ns)
 		if (s == VCH_W_WAITING) {
 			/* Relaxed: announces the sleeper to deliver(); the futex
 			 * syscall re-reads the word under the kernel's lock, and
-			 * NOTIFIED is only ever consumed through [W6]. */
+			 * NOTIFIED is only ever consumed through [CW6]. */
 			if (!atomic_compare_exchange_strong_explicit(&w->state, &s, VCH_W_SLEEPING,
 					memory_order_relaxed, memory_order_relaxed))
 				continue;

@@ -8,14 +8,14 @@
  * runtime, possibly on different workers). The rx op's owner pushes
  * received buffers while the task consumes them elsewhere.
  *
- * Ordering (besides op.c's [O1]..[O6]):
+ * Ordering (besides op.c's [IO1]..[IO6]):
  * Shared: c->inbox (rx owner pushes; the task, or the owner after detach,
  * takes all), c->rx_queued (heuristic count, both sides), c->close_count
  * (task and completing owners).
  * [C1] owner push: CAS (release) publishes b->len and the received bytes;
  *      pairs with [C2], the taker's exchange (acquire). A multishot's
- *      buffers are all pushed before its terminal [O1], so a task that saw
- *      DONE by [O2] then empties the inbox gets every one of them.
+ *      buffers are all pushed before its terminal [IO1], so a task that saw
+ *      DONE by [IO2] then empties the inbox gets every one of them.
  * [C3] close_count fetch_sub (acq_rel): the last of the task and the
  *      completing owners closes the fd after everyone is done with it.
  * Registered files (io_uring, fixed_files): the connection's first
@@ -25,9 +25,9 @@
  * says so); a task stolen elsewhere submits with the regular fd. The slot
  * holds a reference on the socket, so it is cleared on c->fx_w, and only
  * there, before fd is closed (vio__conn_close_fd, vio_conn_close): from
- * another thread through c->fx_w's mailbox ([M1]/[M2] in op.c carry the
+ * another thread through c->fx_w's mailbox ([IM1]/[IM2] in op.c carry the
  * request), which then closes fd itself. A completing owner reads c->fx_w
- * in vio__conn_detached_done after its [O1] saw the task's [O4]
+ * in vio__conn_detached_done after its [IO1] saw the task's [IO4]
  * (DETACHED): that pair carries the task's write.
  * Per-connection atomics share cache lines on purpose: they are contended
  * only while a connection's task runs on another worker than its receive,
@@ -98,7 +98,7 @@ void vio__fx_post_close(struct vio_worker *w, int fd)
 	struct vio_req *r = &w->fx_reqs[fd];
 
 	/* Ours until the handler runs: slot fd is installed once at a time,
-	 * and w frees it only by closing fd. Published by [M1]. */
+	 * and w frees it only by closing fd. Published by [IM1]. */
 	r->type = VIO_REQ_FX_CLOSE;
 	vio__mbox_post(w, r);
 }
@@ -124,7 +124,7 @@ static enum vrt_poll op_check(struct vio_conn *c, struct vio_op *op, uint32_t s,
 
 		if (r == -ECANCELED && (op->tflags & VIO_TF_TIMEDOUT))
 			r = -ETIMEDOUT;
-		/* Relaxed: [O2] showed the owner is done with the op. */
+		/* Relaxed: [IO2] showed the owner is done with the op. */
 		atomic_store_explicit(&op->state, 0, memory_order_relaxed);
 		op->tflags = 0;
 		*res = r;
@@ -142,7 +142,7 @@ static enum vrt_poll conn_op(struct vio_conn *c, struct vio_worker *w, struct vi
 			     enum vio_kind kind, void *buf, size_t len,
 			     struct iovec *iov, unsigned iovcnt, int32_t *res)
 {
-	/* [O2] acquire: pairs with [O1]/[O5]. */
+	/* [IO2] acquire: pairs with [IO1]/[IO5]. */
 	uint32_t s = atomic_load_explicit(&op->state, memory_order_acquire);
 
 	if (s != 0)
@@ -238,7 +238,7 @@ bool vio_conn_tx_quiet(struct vio_conn *c, bool quiet)
 	s = atomic_load_explicit(&c->tx.state, memory_order_relaxed);
 	if (!(s & VIO_OP_INFLIGHT) || c->tx.kind == VIO_K_CLOSE)
 		return (s & VIO_OP_DONE) && !(s & VIO_OP_MBOX);
-	/* [O6] acq_rel: ordered against the owner's [O1]; see op.c. */
+	/* [IO6] acq_rel: ordered against the owner's [IO1]; see op.c. */
 	if (quiet)
 		/* acq_rel: pairs with the owner worker's completion RMW on tx.state (see op.c). */
 		s = atomic_fetch_or_explicit(&c->tx.state, VIO_OP_QUIET, memory_order_acq_rel);
@@ -339,7 +339,7 @@ static int rx_ms_ended(struct vio_worker *w, struct vio_conn *c, ssize_t *res)
 	int32_t term = c->rx.res;
 	uint8_t tflags = c->rx.tflags;
 
-	atomic_store_explicit(&c->rx.state, 0, memory_order_relaxed); /* [O2] seen */
+	atomic_store_explicit(&c->rx.state, 0, memory_order_relaxed); /* [IO2] seen */
 	c->rx.tflags = 0;
 	c->rx.kind = VIO_K_NONE;
 	if (term == 0) {
@@ -384,7 +384,7 @@ enum vrt_poll vio_conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *
 			*res = (ssize_t)rx_copy(w, c, buf, len);
 			return VRT_READY;
 		}
-		/* [O2] acquire: pairs with [O1]/[O5]. */
+		/* [IO2] acquire: pairs with [IO1]/[IO5]. */
 		s = atomic_load_explicit(&c->rx.state, memory_order_acquire);
 		if (c->rx.kind == VIO_K_RECV_MS && s != 0) {
 			if (!(s & VIO_OP_DONE) || (s & VIO_OP_MBOX)) {
@@ -392,7 +392,7 @@ enum vrt_poll vio_conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *
 					continue;
 				return op_check(c, &c->rx, s, &r);
 			}
-			/* Terminated: its buffers were pushed before [O1]. */
+			/* Terminated: its buffers were pushed before [IO1]. */
 			if (take_inbox(c))
 				continue;
 			if (!rx_ms_ended(w, c, res))
@@ -563,7 +563,7 @@ enum vrt_poll vio_conn_close(struct vio_conn *c, int *res)
 		vio_timer_disarm(&c->deadline);
 		for (unsigned i = 0; i < 2; i++) {
 			struct vio_op *op = ops[i];
-			/* [O2] acquire: pairs with [O1]/[O5]. */
+			/* [IO2] acquire: pairs with [IO1]/[IO5]. */
 			uint32_t s = atomic_load_explicit(&op->state, memory_order_acquire);
 
 			if (s == 0)
@@ -615,16 +615,16 @@ void vio_conn_abandon(struct vio_conn *c)
 		 * send were over by then) but did not collect it: the request
 		 * closes the fd, in flight or already done; closing it here too
 		 * could close a descriptor someone has opened on the number
-		 * since. [O4] acq_rel: whichever of [O1]/[O4] comes second sees
+		 * since. [IO4] acq_rel: whichever of [IO1]/[IO4] comes second sees
 		 * the other; a detached close completes silently. */
 		atomic_fetch_or_explicit(&c->tx.state, VIO_OP_DETACHED, memory_order_acq_rel);
 		return;
 	}
-	/* Relaxed: published to the owners by the [O4] RMWs below. */
+	/* Relaxed: published to the owners by the [IO4] RMWs below. */
 	atomic_store_explicit(&c->close_count, 3, memory_order_relaxed);
 	for (unsigned i = 0; i < 2; i++) {
 		struct vio_op *op = ops[i];
-		/* [O4] acq_rel: ordered against the owner's [O1]. */
+		/* [IO4] acq_rel: ordered against the owner's [IO1]. */
 		uint32_t s = atomic_fetch_or_explicit(&op->state, VIO_OP_DETACHED,
 						      memory_order_acq_rel);
 

@@ -398,7 +398,7 @@ const char *vio_backend_reason(const struct vio *io)
  * before. No worker runs. */
 static void fx_close_left(struct vio_worker *w)
 {
-	/* [M2] acquire: pairs with [M1] of the posts. */
+	/* [IM2] acquire: pairs with [IM1] of the posts. */
 	struct vio_req *r = atomic_exchange_explicit(&w->mbox, NULL, memory_order_acquire);
 
 	for (; r; r = r->next)

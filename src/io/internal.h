@@ -40,7 +40,7 @@
 #define VIO_OP_DETACHED 0x10u
 /* QUIET: the task does not need a wakeup when the op succeeds (a send it
  * will collect at its next call anyway); set and cleared by the task,
- * read by the owner at completion. Protocol in op.c ([O6]). */
+ * read by the owner at completion. Protocol in op.c ([IO6]). */
 #define VIO_OP_QUIET    0x20u
 
 /* struct vio_op.kind */
@@ -269,7 +269,7 @@ struct vio_worker {
 	void *be;                    /* backend state (struct vio_uring_w / vio_ev_w) */
 	/* Registered-file table (uring, fixed_files): fx_reqs[fd] is the
 	 * mailbox request that asks this worker to clear slot fd and close fd
-	 * (any thread fills it before posting it, [M1]; a slot is installed,
+	 * (any thread fills it before posting it, [IM1]; a slot is installed,
 	 * so asked for, at most once at a time); NULL: no table. */
 	struct vio_req *fx_reqs;
 	struct vio_wstats st;

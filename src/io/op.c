@@ -13,29 +13,29 @@
  *
  * Ordering
  * Shared: op->state (task: start, collect, cancel request, detach; owner:
- * complete, mailbox), op->res (owner, before [O1]), op->req.next (the
- * canceller, before [M1]), w->mbox (any thread pushes, the owner takes all).
- * [O1] owner, completion: fetch_xor clears INFLIGHT and sets DONE
+ * complete, mailbox), op->res (owner, before [IO1]), op->req.next (the
+ * canceller, before [IM1]), w->mbox (any thread pushes, the owner takes all).
+ * [IO1] owner, completion: fetch_xor clears INFLIGHT and sets DONE
  *      (acq_rel). Release publishes op->res and the bytes the kernel put in
- *      the task's buffer; pairs with [O2], the task's acquire load before it
- *      collects. Acquire pairs with [O3]/[O4] so a canceller's or detacher's
+ *      the task's buffer; pairs with [IO2], the task's acquire load before it
+ *      collects. Acquire pairs with [IO3]/[IO4] so a canceller's or detacher's
  *      writes before its RMW are visible to the owner.
- * [O3] canceller on another worker: fetch_or(CANCEL|MBOX) (acq_rel). The RMWs
- *      on state are totally ordered: if [O3] saw INFLIGHT, [O1] comes later
+ * [IO3] canceller on another worker: fetch_or(CANCEL|MBOX) (acq_rel). The RMWs
+ *      on state are totally ordered: if [IO3] saw INFLIGHT, [IO1] comes later
  *      and sees MBOX, so the owner leaves the task reference to the mailbox
- *      (the request still points at op). If [O3] did not see INFLIGHT, the
+ *      (the request still points at op). If [IO3] did not see INFLIGHT, the
  *      canceller withdraws MBOX and queues nothing.
- * [O4] detach (vio_conn_abandon): fetch_or(DETACHED) (acq_rel); whichever of
- *      [O1]/[O4] comes second cleans up after the connection.
- * [O5] owner, mailbox: fetch_and(~MBOX) (acq_rel): pairs with [O2] (the task
- *      may reuse the op once it sees MBOX clear) and with [O3].
- * [O6] task, vio_conn_tx_quiet: fetch_or / fetch_and of QUIET (acq_rel).
- *      Ordered against [O1] on state: if [O1] comes first the task sees
+ * [IO4] detach (vio_conn_abandon): fetch_or(DETACHED) (acq_rel); whichever of
+ *      [IO1]/[IO4] comes second cleans up after the connection.
+ * [IO5] owner, mailbox: fetch_and(~MBOX) (acq_rel): pairs with [IO2] (the task
+ *      may reuse the op once it sees MBOX clear) and with [IO3].
+ * [IO6] task, vio_conn_tx_quiet: fetch_or / fetch_and of QUIET (acq_rel).
+ *      Ordered against [IO1] on state: if [IO1] comes first the task sees
  *      DONE in the value it got back and collects at once (the owner woke
- *      it, or will not: either way the task does not wait); otherwise [O1]
+ *      it, or will not: either way the task does not wait); otherwise [IO1]
  *      sees the task's choice. A quiet success wakes nobody; an error
  *      always wakes.
- * [M1] mailbox push: CAS (release) publishes the request; pairs with [M2],
+ * [IM1] mailbox push: CAS (release) publishes the request; pairs with [IM2],
  *      the owner's exchange (acquire).
  */
 #include "config.h"
@@ -74,8 +74,8 @@ void vio__op_complete(struct vio_worker *w, struct vio_op *op, int32_t res)
 
 	op->res = res;
 	VIO_STAT_INC(w, completed);
-	/* [O1] acq_rel: publishes res / the received bytes; pairs with [O2]
-	 * in the task's collect; sees [O3]/[O4]. */
+	/* [IO1] acq_rel: publishes res / the received bytes; pairs with [IO2]
+	 * in the task's collect; sees [IO3]/[IO4]. */
 	s = atomic_fetch_xor_explicit(&op->state, VIO_OP_INFLIGHT | VIO_OP_DONE,
 				      memory_order_acq_rel);
 	VB_BUG_ON(!(s & VIO_OP_INFLIGHT) || (s & VIO_OP_DONE));
@@ -103,7 +103,7 @@ void vio__op_cancel(struct vio_op *op)
 			self->io->be->cancel(self, op);
 		return;
 	}
-	/* [O3] acq_rel: ordered against the owner's [O1]; see the block. */
+	/* [IO3] acq_rel: ordered against the owner's [IO1]; see the block. */
 	s = atomic_fetch_or_explicit(&op->state, VIO_OP_CANCEL | VIO_OP_MBOX,
 				     memory_order_acq_rel);
 	if (!(s & VIO_OP_INFLIGHT)) {
@@ -125,7 +125,7 @@ void vio__op_mbox(struct vio_worker *w, struct vio_op *op)
 	struct vrt_task *task = op->task;
 	uint32_t s;
 
-	/* [O5] acq_rel: pairs with [O3] (the request) and [O2] (after this
+	/* [IO5] acq_rel: pairs with [IO3] (the request) and [IO2] (after this
 	 * the task may collect and reuse the op). */
 	s = atomic_fetch_and_explicit(&op->state, ~VIO_OP_MBOX, memory_order_acq_rel);
 	if (s & VIO_OP_INFLIGHT) {
@@ -168,8 +168,8 @@ void vio__mbox_post(struct vio_worker *w, struct vio_req *r)
 	do {
 		r->next = head;
 		VB_LINE_WRITE(io_mailbox);
-		/* [M1] release: publishes r and what the poster wrote before;
-		 * pairs with [M2] in vio__mbox_run. */
+		/* [IM1] release: publishes r and what the poster wrote before;
+		 * pairs with [IM2] in vio__mbox_run. */
 	} while (!atomic_compare_exchange_weak_explicit(&w->mbox, &head, r,
 							memory_order_release,
 							memory_order_relaxed));
@@ -184,7 +184,7 @@ void vio__mbox_run(struct vio_worker *w)
 	 * right after is seen at the next call (the push also notifies). */
 	if (!atomic_load_explicit(&w->mbox, memory_order_relaxed))
 		return;
-	/* [M2] acquire: pairs with [M1]. */
+	/* [IM2] acquire: pairs with [IM1]. */
 	r = atomic_exchange_explicit(&w->mbox, NULL, memory_order_acquire);
 	for (; r; r = next) { /* LIFO -> FIFO */
 		next = r->next;

@@ -17,11 +17,11 @@
  * it under that lock when it is not NULL. When it reads NULL the task goes
  * on to write t->deadline, t->task and t->fired without any lock, so the
  * firing worker's last accesses to the timer must happen before that read:
- * [T1] owner, firing: store fired = 1 (release) after the timer left the
- *      heap; pairs with [T2], the task's acquire load in vio_timer_expired.
- * [T3] owner, firing: store home = NULL (release) as its very last access
+ * [IT1] owner, firing: store fired = 1 (release) after the timer left the
+ *      heap; pairs with [IT2], the task's acquire load in vio_timer_expired.
+ * [IT3] owner, firing: store home = NULL (release) as its very last access
  *      to the timer (after reading t->task and storing fired); pairs with
- *      [T4], the task's acquire loads of home in arm / disarm / sleep_until.
+ *      [IT4], the task's acquire loads of home in arm / disarm / sleep_until.
  */
 #include "config.h"
 
@@ -139,9 +139,9 @@ unsigned vio__theap_run(struct vio_theap *h, int64_t now)
 
 			heap_remove(h, t);
 			due[n++] = t->task; /* the armed timer's reference moves here */
-			/* [T1] release: pairs with [T2] in vio_timer_expired. */
+			/* [IT1] release: pairs with [IT2] in vio_timer_expired. */
 			atomic_store_explicit(&t->fired, 1, memory_order_release);
-			/* [T3] release: our last touch of t; pairs with [T4]. */
+			/* [IT3] release: our last touch of t; pairs with [IT4]. */
 			atomic_store_explicit(&t->home, NULL, memory_order_release);
 		}
 		pthread_mutex_unlock(&h->mu);
@@ -176,8 +176,8 @@ int vio_timer_arm(struct vio_timer *t, int64_t deadline_ns)
 	if (!self || !task)
 		return -EPERM;
 	for (;;) {
-		/* [T4] acquire: a NULL here means the firing worker is done with
-		 * t ([T3]), so the unlocked insert below does not race it. */
+		/* [IT4] acquire: a NULL here means the firing worker is done with
+		 * t ([IT3]), so the unlocked insert below does not race it. */
 		h = atomic_load_explicit(&t->home, memory_order_acquire);
 		if (!h)
 			break;
@@ -229,7 +229,7 @@ void vio_timer_disarm(struct vio_timer *t)
 	struct vio_theap *h;
 
 	for (;;) {
-		/* [T4] acquire: pairs with [T3]; see vio_timer_arm. */
+		/* [IT4] acquire: pairs with [IT3]; see vio_timer_arm. */
 		h = atomic_load_explicit(&t->home, memory_order_acquire);
 		if (!h)
 			break;
@@ -254,7 +254,7 @@ bool vio_timer_expired(const struct vio_timer *t)
 {
 	if (t->deadline == 0)
 		return false;
-	/* [T2] acquire: pairs with [T1]. */
+	/* [IT2] acquire: pairs with [IT1]. */
 	return atomic_load_explicit(&t->fired, memory_order_acquire) || vb_now_ns() >= t->deadline;
 }
 
@@ -266,7 +266,7 @@ enum vrt_poll vio_sleep_until(struct vio_timer *t, int64_t deadline_ns)
 		vio_timer_disarm(t);
 		return VRT_READY;
 	}
-	/* [T4] acquire: pairs with [T3]; the deadline read below then does
+	/* [IT4] acquire: pairs with [IT3]; the deadline read below then does
 	 * not race a firing worker. */
 	if (atomic_load_explicit(&t->home, memory_order_acquire) && t->deadline == deadline_ns)
 		return VRT_PENDING; /* armed for it already */

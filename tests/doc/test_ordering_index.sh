@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 # The index of ordering labels in doc/ARCHITECTURE.md (section 8) stays true:
 # every label like [Q1] used in a file under src/<dir>/ has a row for that
-# file's layer or for a layer it may use (doc/layers.txt), and every row's
-# file lies in its layer's folder and contains the label.
+# file's layer or for a layer it may use (doc/layers.txt), every row's file
+# lies in its layer's folder and contains the label, and no label has two
+# rows: a label names one edge in the whole repository (rt's [T1] and io's
+# [IT1], not two [T1]s), so a citation cannot mean the wrong one.
 # Usage: test_ordering_index.sh [SRCDIR] (default $VOLTD_SRCDIR, else the checkout).
 set -u
 top=${1:-${VOLTD_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}}
@@ -17,6 +19,9 @@ rows=$(sed -n 's/^| `\[\([A-Z]*[0-9]*\)\]` | \([a-z]*\) | `\([^`]*\)` |.*/\1 \2 
 
 errs=$(mktemp) || exit 99
 trap 'rm -f "$errs"' EXIT
+
+# Labels: one row each.
+echo "$rows" | awk '{ n[$1]++; l[$1] = l[$1] " " $2 } END { for (k in n) if (n[k] > 1) printf "doc/ARCHITECTURE.md: [%s] has %d rows (layers%s): a label names one edge; give one a name of its own\n", k, n[k], l[k] }' >>"$errs"
 
 # Rows: the file exists, is in the layer's folder, and defines the label.
 echo "$rows" | while read -r label layer file; do

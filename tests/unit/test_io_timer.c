@@ -209,7 +209,7 @@ static enum vrt_poll many_poll(struct ioh_task *self)
 	 * deadline fired before (one heap, popped in order). */
 	int64_t max_fired = 0;
 	for (unsigned i = 0; i < NT; i++) {
-		/* acquire: pairs with [T1], the firing worker's release store. */
+		/* acquire: pairs with [IT1], the firing worker's release store. */
 		if (!atomic_load_explicit(&m->tm[i].fired, memory_order_acquire))
 			continue;
 		if (!m->want[i])
@@ -224,7 +224,7 @@ static enum vrt_poll many_poll(struct ioh_task *self)
 		if (!m->want[i])
 			continue;
 		armed++;
-		/* acquire: pairs with [T1] in src/io/timer.c. */
+		/* acquire: pairs with [IT1] in src/io/timer.c. */
 		if (!atomic_load_explicit(&m->tm[i].fired, memory_order_acquire) &&
 		    m->want[i] < max_fired)
 			m->bad_order++;
