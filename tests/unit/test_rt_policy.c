@@ -176,7 +176,6 @@ static void test_lone_slices_back_to_back(void **st)
 	(void)st;
 	h->left = SLICES;
 	h->slice_ns = 20 * 1000;
-	vrt_task_ref(&h->t);
 	assert_int_equal(vrt_spawn(rt, &h->t), 0);
 	/* The spawn's own wake-ups (the last searcher wakes a sibling) were
 	 * issued before the job's first slice; they are counted once the
@@ -225,7 +224,6 @@ static enum vrt_poll fn_sliced_spawner(struct pt *x)
 		l->other = x;
 		atomic_init(&l->seen, -1);
 		x->other = l;
-		vrt_task_ref(&l->t);
 		assert_int_equal(vrt_spawn(x->rt, &l->t), 0);
 	}
 	if (d == 11)
@@ -246,7 +244,6 @@ static void test_light_before_next_slice(void **st)
 	(void)st;
 	h->left = 1000000;
 	h->slice_ns = 20 * 1000;
-	vrt_task_ref(&h->t);
 	assert_int_equal(vrt_spawn(rt, &h->t), 0);
 	wait_until(&h->done, 20);
 	for (int i = 0; i < 20; i++) {
@@ -255,7 +252,6 @@ static void test_light_before_next_slice(void **st)
 
 		l->other = h;
 		atomic_init(&l->seen, -1);
-		vrt_task_ref(&l->t);
 		assert_int_equal(vrt_spawn(rt, &l->t), 0);
 		/* Slices completed when the spawn had returned: the light
 		 * task runs at the end of the slice in progress, so it sees
@@ -276,7 +272,6 @@ static void test_light_before_next_slice(void **st)
 	h2->left = 30;
 	h2->slice_ns = 20 * 1000;
 	atomic_init(&h2->seen, -2);
-	vrt_task_ref(&h2->t);
 	assert_int_equal(vrt_spawn(rt, &h2->t), 0);
 	vrt_task_join_wait(&h2->t);
 	/* At its 11th slice the light task had run, after the 10th. */
@@ -313,7 +308,6 @@ static void test_continuation_under_flood(void **st)
 	c->slice_ns = 0;
 	for (int i = 0; i < FLOOD_CHAINS; i++)
 		assert_int_equal(vrt_spawn_detached(rt, &pt_new(fn_flood, rt)->t), 0);
-	vrt_task_ref(&c->t);
 	assert_int_equal(vrt_spawn(rt, &c->t), 0);
 	vrt_task_join_wait(&c->t);
 	left_at_end = atomic_load(&flood_left);
@@ -347,8 +341,6 @@ static void test_continuation_beside_fresh_stream(void **st)
 	(void)st;
 	c->left = 1 << 30;
 	c->slice_ns = 10 * 1000;
-	vrt_task_ref(&c->t);
-	vrt_task_ref(&f->t);
 	assert_int_equal(vrt_spawn(rt, &c->t), 0);
 	wait_until(&c->done, 10); /* a continuation by now */
 	assert_int_equal(vrt_spawn(rt, &f->t), 0);
@@ -399,8 +391,6 @@ static void share_by_quantum(bool fresh)
 	a->slice_ns = b->slice_ns = 10 * 1000;
 	a->tag = 'a';
 	b->tag = 'b';
-	vrt_task_ref(&a->t);
-	vrt_task_ref(&b->t);
 	assert_int_equal(vrt_spawn(rt, &a->t), 0);
 	wait_until(&a->done, 10); /* a is a continuation by now */
 	atomic_store(&flood_left, fresh ? 1 << 30 : 0);
@@ -534,7 +524,6 @@ static void test_reap_by_slice_time(void **st)
 	h = pt_new(fn_sliced, rt);
 	h->left = 1000000000;
 	h->slice_ns = 50 * 1000;
-	vrt_task_ref(&h->t);
 	assert_int_equal(vrt_spawn(rt, &h->t), 0);
 	wait_until(&h->done, 5);
 	for (int i = 0; i < ROUNDS; i++) {
@@ -543,7 +532,6 @@ static void test_reap_by_slice_time(void **st)
 
 		wt->other = h;
 		atomic_init(&wt->seen, -2);
-		vrt_task_ref(&wt->t);
 		assert_int_equal(vrt_spawn(rt, &wt->t), 0);
 		while (atomic_load(&drv.waiter) == NULL)
 			usleep(50);
@@ -613,7 +601,6 @@ static void test_queued_behind_long_poll(void **st)
 	wait_parked(rt, 0);
 	wait_parked(rt, 1);
 	atomic_init(&p->seen, -1);
-	vrt_task_ref(&p->t);
 	assert_int_equal(vrt_spawn(rt, &p->t), 0);
 	vrt_task_join_wait(&p->t);
 	assert_true(atomic_load(&p->seen) >= 1);
@@ -769,7 +756,6 @@ static void test_driver_wake_owes_a_wake(void **st)
 
 		assert_true(round < 20);
 		warm->left = 1000;
-		vrt_task_ref(&warm->t);
 		assert_int_equal(vrt_spawn(rt, &warm->t), 0);
 		vrt_task_join_wait(&warm->t);
 		b = (unsigned)atomic_load(&warm->seen);
@@ -787,8 +773,6 @@ static void test_driver_wake_owes_a_wake(void **st)
 	lng->tag = (char)b;
 	atomic_init(&light->seen, -2);
 	atomic_init(&lng->seen, -2);
-	vrt_task_ref(&light->t);
-	vrt_task_ref(&lng->t);
 	assert_int_equal(vrt_spawn(rt, &light->t), 0);
 	assert_int_equal(vrt_spawn(rt, &lng->t), 0);
 	/* Both registered with B's driver; A asleep without a bound, B asleep. */
