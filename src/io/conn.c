@@ -561,6 +561,13 @@ enum vrt_poll vio_conn_close(struct vio_conn *c, int *res)
 		return VRT_YIELD;
 	if (c->tx.kind != VIO_K_CLOSE) {
 		vio_timer_disarm(&c->deadline);
+		/* The close waits for the send under way: its end must wake
+		 * us, even a quiet success ([IO6] before the [IO2] below: a
+		 * send that ended first is seen DONE there, one that ends
+		 * after sees QUIET clear and wakes us). A quiet send that
+		 * succeeded after the close asked for its cancel used to
+		 * leave the connection closing for good. */
+		vio_conn_tx_quiet(c, false);
 		for (unsigned i = 0; i < 2; i++) {
 			struct vio_op *op = ops[i];
 			/* [IO2] acquire: pairs with [IO1]/[IO5]. */

@@ -34,7 +34,8 @@
  *      DONE in the value it got back and collects at once (the owner woke
  *      it, or will not: either way the task does not wait); otherwise [IO1]
  *      sees the task's choice. A quiet success wakes nobody; an error
- *      always wakes.
+ *      always wakes. vio_conn_close clears QUIET this way before its [IO2]
+ *      load: a send it then waits for wakes it however it ends.
  * [IM1] mailbox push: CAS (release) publishes the request; pairs with [IM2],
  *      the owner's exchange (acquire).
  */

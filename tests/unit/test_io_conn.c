@@ -625,6 +625,61 @@ static void test_close_with_recv_pending(void **state)
 	ct_finish(&h, t, fds[1]);
 }
 
+/* ------------------------- close while a quiet send is in flight */
+
+#define QCLOSE_LEN 100
+
+/* In one poll: a small send (it fits the socket buffer, so it will
+ * succeed), marked quiet, then the close, which finds the send in flight
+ * and asks for its cancel. On io_uring nothing is submitted before the
+ * poll ends, so the send succeeds after the close asked: its completion
+ * is quiet and a success. The server did this when a connection was reset
+ * while its keep-alive answer was out (test_client_faults resets, uring,
+ * few buffers: a connection stayed CLOSING for good). */
+static enum vrt_poll close_quiet_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	static const char msg[QCLOSE_LEN];
+
+	if (t->step == 0) {
+		enum vrt_poll p = vio_conn_send(&t->c, msg, sizeof(msg), &t->res);
+
+		t->step = 1;
+		if (p == VRT_PENDING) {
+			/* false: nothing has ended yet (io_uring: not even submitted) */
+			if (!vio_conn_tx_quiet(&t->c, true))
+				atomic_store_explicit(&t->pending_seen, 1, memory_order_relaxed);
+		} else {
+			TASK_CHECK(p == VRT_READY && t->res == QCLOSE_LEN); /* libev: sent at once */
+		}
+	}
+	return vio_conn_close(&t->c, &t->close_res);
+}
+
+static void test_close_collects_quiet_send(void **state)
+{
+	struct ioh h;
+	int fds[2];
+	struct ct *t;
+
+	(void)state;
+	two_workers(&h);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	t = ct_new(close_quiet_poll, fds[0]);
+	ioh_spawn(&h, &t->base, true);
+	/* The close happens: the peer gets the bytes and then EOF (5 s: a
+	 * bound on a hang, not a speed; before the fix it never came). */
+	assert_int_equal(drain_to_eof(fds[1], 5000), QCLOSE_LEN);
+	ct_join(t);
+	print_message("# the send was %s when the close asked\n",
+		      atomic_load_explicit(&t->pending_seen, memory_order_relaxed) ? "in flight, quiet"
+										     : "done already");
+	if (strcmp(vio_backend_name(h.io), "uring") == 0)
+		assert_int_equal(atomic_load_explicit(&t->pending_seen, memory_order_relaxed), 1);
+	assert_int_equal(t->close_res, 0);
+	ct_finish(&h, t, fds[1]);
+}
+
 /* ------------- abandon after a close that is in flight (defect 7) */
 
 /* The task starts a close and, before collecting it, gives the connection
@@ -1566,6 +1621,7 @@ int main(void)
 		cmocka_unit_test(test_half_close),
 		cmocka_unit_test(test_reset),
 		cmocka_unit_test(test_close_with_recv_pending),
+		cmocka_unit_test(test_close_collects_quiet_send),
 		cmocka_unit_test(test_abandon_during_close),
 		cmocka_unit_test(test_send_while_busy),
 		cmocka_unit_test(test_reaped_by_slice_time),
