@@ -154,6 +154,7 @@ void vsrv__spare_put(struct vsrv *srv, enum vsrv_spare k, void *p)
 
 	if (!s) {
 		spare_free(k, p);
+		VSRV_INC(srv, spares_freed);
 		return;
 	}
 	if (s->n == limits[k].keep) {
@@ -162,8 +163,10 @@ void vsrv__spare_put(struct vsrv *srv, enum vsrv_spare k, void *p)
 		pthread_mutex_lock(&d->mu);
 		move_spares(s->v, &s->n, d->v, &d->n, limits[k].depot, limits[k].keep / 2);
 		pthread_mutex_unlock(&d->mu);
-		while (s->n > limits[k].keep / 2)
+		while (s->n > limits[k].keep / 2) {
 			spare_free(k, s->v[--s->n]);
+			VSRV_INC(srv, spares_freed);
+		}
 	}
 	s->v[s->n++] = p;
 }
@@ -172,7 +175,10 @@ struct vhttp_parser *vsrv__parser_get(struct vsrv *srv)
 {
 	struct vhttp_parser *p = vsrv__spare_get(srv, VSRV_SPARE_PARSER);
 
-	return p || vhttp_parser_new(&srv->limits, &p) == 0 ? p : NULL;
+	if (p)
+		return p;
+	VSRV_INC(srv, spares_made);
+	return vhttp_parser_new(&srv->limits, &p) == 0 ? p : NULL;
 }
 
 void vsrv__parser_put(struct vsrv *srv, struct vhttp_parser *p)
@@ -185,21 +191,30 @@ void *vsrv__slots_get(struct vsrv *srv, size_t n)
 {
 	void *slots = vsrv__spare_get(srv, VSRV_SPARE_SLOTS);
 
-	return slots ? slots : calloc(n, sizeof(struct vsrv_job *));
+	if (slots)
+		return slots;
+	VSRV_INC(srv, spares_made);
+	return calloc(n, sizeof(struct vsrv_job *));
 }
 
 struct vsrv_batch *vsrv__batch_alloc(struct vsrv *srv)
 {
 	struct vsrv_batch *b = vsrv__spare_get(srv, VSRV_SPARE_BATCH);
 
-	return b ? b : malloc(sizeof(*b));
+	if (b)
+		return b;
+	VSRV_INC(srv, spares_made);
+	return malloc(sizeof(*b));
 }
 
 struct vsrv_job *vsrv__job_alloc(struct vsrv *srv)
 {
 	struct vsrv_job *job = vsrv__spare_get(srv, VSRV_SPARE_JOB);
 
-	return job ? job : malloc(sizeof(*job)); /* aligned for max_align_t */
+	if (job)
+		return job;
+	VSRV_INC(srv, spares_made);
+	return malloc(sizeof(*job)); /* aligned for max_align_t */
 }
 
 void vsrv__cache_free(struct vsrv *srv)

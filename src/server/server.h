@@ -212,6 +212,9 @@ extern const size_t vsrv_kind_metrics_n;
 	  "on_full = codel: the least wait of a job in the jobs channel over the last interval (0 in other modes)", \
 	  "queue_delay") \
 	X(delay_overload, GAUGE_SNAP, "", "on_full = codel: 1 while overloaded (that least wait above codel_target_ms)") \
+	X(spares_made, COUNTER, "", \
+	  "request buffers (parsers, slots, batches, jobs) allocated because the worker's cache and the depot were empty: the pool growing to the load") \
+	X(spares_freed, COUNTER, "", "request buffers freed because the worker's cache and the depot were full: the pool shrinking") \
 	X(inflight_bytes, GAUGE_SNAP, "bytes", \
 	  "request and reply body bytes, and received bytes copied for connections that do not read, held now (max_inflight_bytes)", \
 	  "inflight")
