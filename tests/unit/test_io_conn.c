@@ -890,6 +890,7 @@ static void test_reaped_by_slice_time(void **state)
 		pfd.fd = fds[0];
 		pfd.events = POLLIN;
 		assert_int_equal(poll(&pfd, 1, 10000), 1);
+		/* acquire: pairs with the slicer's release increments. */
 		before = atomic_load_explicit(&slicer_done, memory_order_acquire);
 		ct_join(t);
 		assert_int_equal(t->res, 1);

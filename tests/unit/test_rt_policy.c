@@ -83,6 +83,7 @@ static void busy(int64_t ns)
 static enum vrt_poll fn_sliced(struct pt *x)
 {
 	busy(x->slice_ns);
+	/* release: pairs with wait_until's acquire: the slice's effects before it. */
 	atomic_fetch_add_explicit(&x->done, 1, memory_order_release);
 	if (atomic_load_explicit(&x->stop, memory_order_relaxed))
 		return VRT_READY;
@@ -106,6 +107,7 @@ static void wait_until(_Atomic int *v, int n)
 {
 	int64_t t0 = vb_now_ns();
 
+	/* acquire: pairs with the tasks' release increments of the counter. */
 	while (atomic_load_explicit(v, memory_order_acquire) < n) {
 		assert_true(vb_now_ns() - t0 < HANG_NS);
 		usleep(50);
@@ -207,6 +209,7 @@ static void test_lone_slices_back_to_back(void **st)
 /* A light task: records how many slices the heavy one had completed. */
 static enum vrt_poll fn_light(struct pt *x)
 {
+	/* acquire: pairs with fn_sliced's release of done; release: with the test's acquire of seen. */
 	atomic_store_explicit(&x->seen, atomic_load_explicit(&x->other->done, memory_order_acquire),
 			      memory_order_release);
 	return VRT_READY;
@@ -226,6 +229,7 @@ static enum vrt_poll fn_sliced_spawner(struct pt *x)
 		x->other = l;
 		assert_int_equal(vrt_spawn(x->rt, &l->t), 0);
 	}
+	/* acquire: pairs with fn_light's release of seen; release: with the test's acquire. */
 	if (d == 11)
 		atomic_store_explicit(&x->seen, atomic_load_explicit(&x->other->seen, memory_order_acquire),
 				      memory_order_release);
