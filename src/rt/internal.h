@@ -276,8 +276,9 @@ struct vrt_worker {
 	/* The continuation that gave way to fresh work before its turn
 	 * (VRT_CONT_QUANTUM) ended: it keeps its place, ahead of cq. */
 	struct vrt_task *cont_cur;
-	unsigned cq_countdown;      /* fresh picks, while a continuation waits, until
-				     * the continuations go first (aging) */
+	int64_t cq_due;             /* while a continuation waits: when it goes
+				     * first (aging by fresh work's time); 0: the
+				     * clock starts at the next look */
 	int64_t io_last;            /* end of the last I/O phase (reap by time) */
 	int64_t reap_ns;            /* cached tunable io_reap_us, in ns; 0: off */
 	struct vrt_task *prefetch[VRT_PREFETCH_MAX];
@@ -517,16 +518,19 @@ static inline bool vrt__worth_waking(const struct vrt_worker *w, unsigned n, uns
 /*
  * Mixed work (doc/ARCHITECTURE.md §2): a task that returned VRT_YIELD this
  * many times in a row is a continuation: it waits in the worker's
- * continuation ring (cq), behind fresh work. After VRT_CQ_EVERY picks of
- * fresh work in a row while a continuation waits, a worker takes the
- * continuation first (aging: fresh work cannot starve one). A
+ * continuation ring (cq), behind fresh work. Once fresh work has run for
+ * VRT_CQ_FRESH_NS while a continuation waits, a worker takes the
+ * continuation first (aging by time, not by count: fresh work cannot
+ * starve one, and many short fresh tasks are not each charged a slice of
+ * it - aging every 8 picks made 10,000 50-ns tasks wait behind a 10 us
+ * slice every 8, rt_bench busy1 25x slower). A
  * continuation's turn is VRT_CONT_QUANTUM of its slices: at the end of a
  * turn, with another continuation waiting, it goes to the back of cq; when
  * it gives way to fresh work before that, it keeps its place (cont_cur),
  * so continuations take FIFO turns however often fresh work comes.
  */
 #define VRT_FRESH_SLICES 4u
-#define VRT_CQ_EVERY 8u
+#define VRT_CQ_FRESH_NS (25 * 1000)
 #define VRT_CONT_QUANTUM 200u
 /* t->slices is 16 bits (struct vrt_task stays 72 bytes): it wraps from
  * this multiple of VRT_CONT_QUANTUM back to VRT_CONT_QUANTUM. */

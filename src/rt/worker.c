@@ -11,8 +11,8 @@
  *
  * find_work order (doc/ARCHITECTURE.md §2): every global_interval ticks the
  * injection queue first (checked before local work, or a busy worker would
- * never look at it); the resume slot; a continuation after VRT_CQ_EVERY
- * fresh picks (aging); the prefetched global batch; the LIFO slot (at most
+ * never look at it); the resume slot; a continuation after VRT_CQ_FRESH_NS
+ * of fresh work (aging); the prefetched global batch; the LIFO slot (at most
  * lifo_poll_cap in a row, then its task goes to the back of the ring); the
  * ring; then, local work exhausted: this worker's yielded fresh tasks are
  * placed (see flush_yields); with continuations queued, a sibling's backlog,
@@ -385,13 +385,27 @@ static struct vrt_task *pull_inject(struct vrt_worker *w)
 	return w->prefetch[0];
 }
 
+/* Aging, asked only while a continuation waits: has fresh work run for
+ * VRT_CQ_FRESH_NS since the continuations last ran (or began to wait)?
+ * The first look starts the clock. */
+static bool cq_aged(struct vrt_worker *w)
+{
+	int64_t now = vb_now_ns();
+
+	if (!w->cq_due) {
+		w->cq_due = now + VRT_CQ_FRESH_NS;
+		return false;
+	}
+	return now >= w->cq_due;
+}
+
 /* The next continuation (the one whose turn was cut by fresh work, else
- * the oldest); the aging count starts again. */
+ * the oldest); the aging clock starts again at the next look. */
 static struct vrt_task *pop_cont(struct vrt_worker *w)
 {
 	struct vrt_task *t = w->cont_cur;
 
-	w->cq_countdown = VRT_CQ_EVERY;
+	w->cq_due = 0;
 	if (t) {
 		w->cont_cur = NULL;
 		return t;
@@ -421,16 +435,14 @@ static struct vrt_task *next_local(struct vrt_worker *w)
 	if (w->resume) {
 		/* Its slice ended with nothing waiting (place_polled). A
 		 * fresh task's slices count towards the aging of a waiting
-		 * continuation too (slice_must_yield). */
+		 * continuation too: its time (slice_must_yield). */
 		t = w->resume;
 		w->resume = NULL;
-		if (vrt__cont_waiting(w) && w->cq_countdown > 1)
-			w->cq_countdown--;
 		goto non_lifo;
 	}
-	if (vrt__cont_waiting(w) && --w->cq_countdown == 0) {
+	if (vrt__cont_waiting(w) && cq_aged(w)) {
 		/* Aging: fresh work cannot hold a waiting continuation
-		 * back for more than VRT_CQ_EVERY picks in a row. */
+		 * back for more than VRT_CQ_FRESH_NS of its time. */
 		t = pop_cont(w);
 		if (t)
 			goto non_lifo;
@@ -696,8 +708,8 @@ static bool io_due(struct vrt_worker *w, enum vrt_poll r)
  * tasks), the injection queue, a sibling's unserved backlog (we may steal
  * it), or a waiting continuation: for a continuation, at the end of its
  * turn (every VRT_CONT_QUANTUM of its slices); for a fresh task (fewer than
- * VRT_FRESH_SLICES slices), once the aging count is due (VRT_CQ_EVERY
- * picks or slices of fresh work since the continuation waits). Completions
+ * VRT_FRESH_SLICES slices), once the aging is due (VRT_CQ_FRESH_NS of
+ * fresh work since the continuations last ran). Completions
  * due were reaped just before (io_due), so what they woke is in the local
  * queues.
  */
@@ -709,11 +721,11 @@ static bool slice_must_yield(struct vrt_worker *w, const struct vrt_task *t)
 		return true;
 	if (vrt__cont_waiting(w)) {
 		/* A continuation waits: a continuation gives way at the end
-		 * of its turn, a fresh task when the aging count is due (a
+		 * of its turn, a fresh task when the aging is due (a
 		 * task that stays fresh, e.g. an executor taking job after
 		 * job, would hold it back for ever otherwise). */
 		if (t->slices >= VRT_FRESH_SLICES ? t->slices % VRT_CONT_QUANTUM == 0
-						   : w->cq_countdown <= 1)
+						   : cq_aged(w))
 			return true;
 	}
 	return w->stealing && vrt__sibling_backlog(w);
@@ -744,9 +756,13 @@ static void push_cont(struct vrt_worker *w, struct vrt_task *t)
 static void queue_yielded(struct vrt_worker *w, struct vrt_task *t, bool forced)
 {
 	vrt__ctr_add(&w->c.yields, 1);
-	if (t->slices < VRT_FRESH_SLICES)
+	if (t->slices < VRT_FRESH_SLICES) {
 		defer_yield(w, t, forced);
-	else if (t->slices % VRT_CONT_QUANTUM != 0 && !w->cont_cur)
+		return;
+	}
+	if (!vrt__cont_waiting(w))
+		w->cq_due = 0; /* the first to wait: the aging clock starts at the next look */
+	if (t->slices % VRT_CONT_QUANTUM != 0 && !w->cont_cur)
 		w->cont_cur = t;
 	else
 		push_cont(w, t);
@@ -843,7 +859,7 @@ void *vrt__worker_main(void *arg)
 	atomic_store_explicit(&w->c.global_interval, w->interval, memory_order_relaxed);
 	w->io_countdown = rt->ops->poll ? rt->io_poll_interval : 0;
 	w->io_last = now;
-	w->cq_countdown = VRT_CQ_EVERY;
+	w->cq_due = 0;
 
 	/* The loop, as libuv's uv_run reads: find a task (when there is none,
 	 * the I/O phase parks in the driver), poll it, the I/O phase when it

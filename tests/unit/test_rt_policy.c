@@ -335,7 +335,7 @@ static enum vrt_poll fn_fresh_forever(struct pt *x)
 
 /* One worker: a continuation waits while a task that stays fresh runs
  * slice after slice (nothing else waits, so it would run on at once): the
- * aging count covers those slices too, and the continuation finishes. */
+ * aging clock covers those slices too, and the continuation finishes. */
 static void test_continuation_beside_fresh_stream(void **st)
 {
 	struct vrt *rt = mkrt(1, NULL);
