@@ -135,8 +135,10 @@ void *vsrv__spare_get(struct vsrv *srv, enum vsrv_spare k)
 	struct vsrv_stash *s = stash(srv, k);
 	struct vsrv_depot *d = &srv->depot[k];
 
-	if (!s)
+	if (!s) {
+		VSRV_INC(srv, spares_made); /* not a worker: the caller makes one */
 		return NULL;
+	}
 	if (!s->n) {
 		/* Run dry: take half a stash from what other workers gave
 		 * back (a worker that frees more than it takes fills it). */
@@ -144,7 +146,11 @@ void *vsrv__spare_get(struct vsrv *srv, enum vsrv_spare k)
 		move_spares(d->v, &d->n, s->v, &s->n, limits[k].keep, limits[k].keep / 2);
 		pthread_mutex_unlock(&d->mu);
 	}
-	return s->n ? s->v[--s->n] : NULL;
+	if (!s->n) {
+		VSRV_INC(srv, spares_made); /* the pool grows: the caller makes one */
+		return NULL;
+	}
+	return s->v[--s->n];
 }
 
 void vsrv__spare_put(struct vsrv *srv, enum vsrv_spare k, void *p)
@@ -175,10 +181,7 @@ struct vhttp_parser *vsrv__parser_get(struct vsrv *srv)
 {
 	struct vhttp_parser *p = vsrv__spare_get(srv, VSRV_SPARE_PARSER);
 
-	if (p)
-		return p;
-	VSRV_INC(srv, spares_made);
-	return vhttp_parser_new(&srv->limits, &p) == 0 ? p : NULL;
+	return p || vhttp_parser_new(&srv->limits, &p) == 0 ? p : NULL;
 }
 
 void vsrv__parser_put(struct vsrv *srv, struct vhttp_parser *p)
@@ -191,30 +194,21 @@ void *vsrv__slots_get(struct vsrv *srv, size_t n)
 {
 	void *slots = vsrv__spare_get(srv, VSRV_SPARE_SLOTS);
 
-	if (slots)
-		return slots;
-	VSRV_INC(srv, spares_made);
-	return calloc(n, sizeof(struct vsrv_job *));
+	return slots ? slots : calloc(n, sizeof(struct vsrv_job *));
 }
 
 struct vsrv_batch *vsrv__batch_alloc(struct vsrv *srv)
 {
 	struct vsrv_batch *b = vsrv__spare_get(srv, VSRV_SPARE_BATCH);
 
-	if (b)
-		return b;
-	VSRV_INC(srv, spares_made);
-	return malloc(sizeof(*b));
+	return b ? b : malloc(sizeof(*b));
 }
 
 struct vsrv_job *vsrv__job_alloc(struct vsrv *srv)
 {
 	struct vsrv_job *job = vsrv__spare_get(srv, VSRV_SPARE_JOB);
 
-	if (job)
-		return job;
-	VSRV_INC(srv, spares_made);
-	return malloc(sizeof(*job)); /* aligned for max_align_t */
+	return job ? job : malloc(sizeof(*job)); /* aligned for max_align_t */
 }
 
 void vsrv__cache_free(struct vsrv *srv)
