@@ -178,6 +178,7 @@ static bool acc_must_pause(struct vsrv_acceptor *a)
 	VB_LINE_WRITE(srv_paused);
 	atomic_store_explicit(&a->paused, true, memory_order_seq_cst);
 	atomic_fetch_add_explicit(&srv->paused_n, 1, memory_order_seq_cst);
+	/* [A1] the load: pairs with a closer's [A2] (conns_open -= 1, then paused_n). */
 	if (atomic_load_explicit(&srv->conns_open, memory_order_seq_cst) >= max) {
 		VSRV_INC(srv, accept_pauses);
 		return true;

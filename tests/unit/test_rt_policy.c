@@ -260,6 +260,7 @@ static void test_light_before_next_slice(void **st)
 		/* Slices completed when the spawn had returned: the light
 		 * task runs at the end of the slice in progress, so it sees
 		 * at most one more. */
+		/* acquire: pairs with fn_sliced's release of done. */
 		after = atomic_load_explicit(&h->done, memory_order_acquire);
 		vrt_task_join_wait(&l->t);
 		assert_true(atomic_load(&l->seen) >= 0);
@@ -335,6 +336,7 @@ static void test_continuation_under_flood(void **st)
 static enum vrt_poll fn_fresh_forever(struct pt *x)
 {
 	vrt_service_reset();
+	/* release: pairs with the test's acquire (wait_until). */
 	atomic_fetch_add_explicit(&x->done, 1, memory_order_release);
 	return atomic_load_explicit(&x->stop, memory_order_relaxed) ? VRT_READY : VRT_YIELD;
 }
@@ -546,6 +548,7 @@ static void test_reap_by_slice_time(void **st)
 		while (atomic_load(&drv.waiter) == NULL)
 			usleep(50);
 		wait_until(&h->done, atomic_load(&h->done) + 3);
+		/* acquire: pairs with fn_sliced's release of done. */
 		before = atomic_load_explicit(&h->done, memory_order_acquire);
 		atomic_store(&drv.ready, 1);
 		vrt_task_join_wait(&wt->t);
@@ -588,6 +591,7 @@ static enum vrt_poll fn_long_parent(struct pt *x)
 	t0 = vb_now_ns();
 	while (atomic_load(&kids_ran) < 1 && vb_now_ns() - t0 < 5 * 1000000000LL)
 		usleep(100);
+	/* release: pairs with the test's acquire of seen after the join. */
 	atomic_store_explicit(&x->seen, atomic_load(&kids_ran), memory_order_release);
 	return VRT_READY;
 }
