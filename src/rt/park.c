@@ -298,7 +298,6 @@ static void park(struct vrt_worker *w)
 	uint64_t idle;
 
 	w->in_io = true;
-	w->wake_owed = false; /* nothing is queued here: we are parking */
 	if (w->unparked_idle) {
 		/* Woken by a notifier and about to sleep again without having
 		 * run a task: that unpark was futile. */
@@ -328,6 +327,12 @@ static void park(struct vrt_worker *w)
 			goto out;
 		}
 	}
+	/* Nothing is queued here: we are parking, so the owed wake-up is
+	 * cancelled only now, not before the poll above. A park that ended
+	 * with nothing owes it too, and the tasks its wake-up was for may
+	 * come with this poll (a completion in the microseconds between two
+	 * parks). */
+	w->wake_owed = false;
 	pthread_mutex_lock(&rt->park_lock);
 	{
 		/* seq_cst: [W5] with the fence below; pairs with [W4]. */
@@ -379,11 +384,14 @@ static void park(struct vrt_worker *w)
 	if (unmark_parked(w)) {
 		vrt__ctr_add(&w->c.unparks, 1);
 		w->unparked_idle = true;
-	} else if (vrt__local_has_work(w)) {
-		/* Not a searcher: the driver gave us tasks in its park, and
-		 * no sibling knows we are awake (vrt__wake_owed_due). */
+	} else {
+		/* Not a searcher: the driver, a kick or the timeout ended the
+		 * park, and no sibling knows we are awake
+		 * (vrt__wake_owed_due), whether the driver gave us tasks now
+		 * or gives them at the next park's first poll. */
 		w->wake_owed = true;
-		after_driver(w, false);
+		if (vrt__local_has_work(w))
+			after_driver(w, false);
 	}
 	now = vb_now_ns();
 	io_ran(w, now); /* the park ops poll the driver as they leave */

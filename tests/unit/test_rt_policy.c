@@ -9,7 +9,8 @@
  * reaped within io_reap_us of slice time (counted in slices); a task queued
  * behind a sibling's long poll is stolen while that poll lasts, with no
  * stall monitor, also when the sibling slept with no bound before the
- * busy worker's driver woke it (the owed wake-up, one). Threads: the test thread plus the workers; also run under
+ * busy worker's driver woke it, in that park or one park later (the owed
+ * wake-up, one). Threads: the test thread plus the workers; also run under
  * ThreadSanitizer.
  */
 #include "rt/rt.h"
@@ -635,6 +636,7 @@ static void test_queued_behind_long_poll(void **st)
 struct wdrv {
 	struct vb_event ev[2];
 	_Atomic int ready[2];
+	_Atomic int late[2];   /* the event comes just after the park's reap */
 	_Atomic(struct vrt_task *) slot[2][2];
 	_Atomic int in_park[2];
 	_Atomic int64_t park_to[2];
@@ -661,6 +663,12 @@ static void wd_park(void *ctx, unsigned w, int64_t timeout_ns)
 	atomic_store(&wd.in_park[w], 1);
 	vb_event_wait(&wd.ev[w], timeout_ns);
 	atomic_store(&wd.in_park[w], 0);
+	if (atomic_exchange(&wd.late[w], 0)) {
+		/* This park ends with nothing; the worker's next poll (the
+		 * next park's first look) reaps the tasks. */
+		atomic_store(&wd.ready[w], 1);
+		return;
+	}
 	wd_reap(w);
 }
 
@@ -744,8 +752,12 @@ static enum vrt_poll fn_owed_long(struct pt *x)
  * worth a wake-up). A worker that leaves its park by its driver owes its
  * siblings one wake-up for work beyond its next task: A is woken once and
  * steals the light task while B's poll still runs.
+ *
+ * `late`: B's park ends with nothing reaped, and the two tasks come with
+ * the first poll of B's next park (a completion that lands in the few
+ * microseconds between the two parks). The debt must survive that poll.
  */
-static void test_driver_wake_owes_a_wake(void **st)
+static void owes_a_wake(bool late)
 {
 	struct vrt *rt;
 	struct vrt_worker_stats ws[2];
@@ -754,7 +766,6 @@ static void test_driver_wake_owes_a_wake(void **st)
 	uint64_t unparks0;
 	int64_t t0;
 
-	(void)st;
 	memset(&wd, 0, sizeof(wd));
 	for (int i = 0; i < 2; i++) {
 		vb_event_init(&wd.ev[i]);
@@ -799,7 +810,7 @@ static void test_driver_wake_owes_a_wake(void **st)
 	}
 	vrt_stats_snapshot(rt, NULL, ws, 2);
 	unparks0 = ws[a].unparks;
-	atomic_store(&wd.ready[b], 1);
+	atomic_store(late ? &wd.late[b] : &wd.ready[b], 1);
 	vb_event_set(&wd.ev[b]);
 	/* The hang guard: before the fix the light task never ran here. */
 	t0 = vb_now_ns();
@@ -821,6 +832,18 @@ static void test_driver_wake_owes_a_wake(void **st)
 	vrt_free(rt);
 }
 
+static void test_driver_wake_owes_a_wake(void **st)
+{
+	(void)st;
+	owes_a_wake(false);
+}
+
+static void test_driver_wake_owed_one_park_late(void **st)
+{
+	(void)st;
+	owes_a_wake(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -832,6 +855,7 @@ int main(void)
 		cmocka_unit_test(test_reap_by_slice_time),
 		cmocka_unit_test(test_queued_behind_long_poll),
 		cmocka_unit_test(test_driver_wake_owes_a_wake),
+		cmocka_unit_test(test_driver_wake_owed_one_park_late),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
