@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * voltd/cfg.h: voltd.conf. One schema table (cfg.c) drives parsing
- * (inih), validation, overrides (-s), the effective-config dump, the
- * documentation checks and the tests.
+ * voltd/cfg.h: voltd.conf. One schema table (cfg_schema.c) drives
+ * parsing (inih), validation, overrides (-s), the effective-config dump,
+ * the documentation checks and the tests; the engine that reads it is
+ * cfg.c, the value types cfg_types.c.
  *
  * Threading: a struct vcfg is built and validated by one thread and then
  * treated as read-only; live-tunable keys are changed through the owning
@@ -24,7 +25,7 @@
 
 #define VCFG_MAX_LISTEN VSRV_MAX_LISTEN
 #define VCFG_AUTO 0 /* value of an "auto" count before it is resolved */
-#define VCFG_MAX_KEYS 64   /* schema rows at most (static_assert in cfg.c) */
+#define VCFG_MAX_KEYS 64   /* schema rows at most (static_assert in cfg_schema.c) */
 #define VCFG_SOURCE_LEN 128
 
 /* One parsed address:port, normalised text included. Public. */
@@ -36,7 +37,7 @@ struct vcfg_addr {
 
 /*
  * The configuration. The layers' config structs are embedded, so the schema
- * (cfg.c) fills them directly and the daemon hands them to vrt_new, vio_new
+ * (cfg_schema.c) fills them directly and the daemon hands them to vrt_new, vio_new
  * and vsrv_new as they are: the schema is the only place a default is
  * written, and no field is copied by hand. Sections map onto them:
  * [scheduler] -> scheduler, [io] -> io, [server], [stages] and [jobs] ->
@@ -109,6 +110,7 @@ struct vcfg_key {
 	const char *unit;              /* of numbers: "ms", "s", "us", "bytes"; NULL = a count */
 	unsigned flags;                /* VCFG_F_* */
 	const char *const *choices;    /* VCFG_ENUM: NULL-terminated names */
+	int choice_base;               /* VCFG_ENUM: the value stored for choices[0] */
 	size_t offset;                 /* of the field in struct vcfg */
 	const char *field;             /* its name, e.g. "scheduler.budget" (F() writes both) */
 	vcfg_apply_fn *apply;          /* live (set, reload) through this setter; NULL = not live */
@@ -127,6 +129,8 @@ const struct vcfg_key *vcfg_schema(size_t *n);
 /* The sections, in file order; *n receives their number. */
 const struct vcfg_section *vcfg_sections(size_t *n);
 const struct vcfg_key *vcfg_key_find(const char *section, const char *name);
+/* The row's index in the schema (of cfg->source, say). */
+size_t vcfg_key_index(const struct vcfg_key *k);
 /* The same by "section.key"; NULL when there is no such key. */
 const struct vcfg_key *vcfg_key_named(const char *key);
 

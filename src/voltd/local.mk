@@ -2,6 +2,7 @@
 # src/voltd: the daemon (config, notify, main) and its tests.
 libvolt_a_SOURCES += \
 	src/voltd/cfg.c src/voltd/cfg.h \
+	src/voltd/cfg_schema.c src/voltd/cfg_types.c src/voltd/cfg_types.h \
 	src/voltd/control.c src/voltd/control.h \
 	src/voltd/notify.c src/voltd/notify.h \
 	src/voltd/life.c src/voltd/life.h \
@@ -11,7 +12,7 @@ sbin_PROGRAMS += voltd
 voltd_SOURCES = src/voltd/main.c
 voltd_LDADD = $(VOLT_ALL_LIBS)
 
-# voltd-schema: renders the schema (cfg.c) into what must repeat its facts.
+# voltd-schema: renders the schema (cfg_schema.c) into what must repeat its facts.
 # voltd-defaults.h (voltctl's defaults) is made by the build. The tracked
 # files, man/voltd.conf.5, conf/voltd.conf and tests/helpers/test_config.h,
 # are rewritten in the source tree by `make regen` (after a schema change)

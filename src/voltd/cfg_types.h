@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * voltd/cfg_types.h: the value types of voltd.conf, one row of operations
+ * per enum vcfg_type (cfg_types.c): how a key's text is parsed into its
+ * field, formatted back, how many bytes of struct vcfg it holds, and how
+ * the documentation names its values. The engine (cfg.c) and the
+ * generator (schema_gen.c) reach every type through this table and never
+ * switch on the type. Private to src/voltd. Single-threaded, as cfg.h.
+ */
+#ifndef VOLTD_VOLTD_CFG_TYPES_H
+#define VOLTD_VOLTD_CFG_TYPES_H
+
+#include <stddef.h>
+
+#include "voltd/cfg.h"
+
+struct vcfg_type_ops {
+	/* Store the key's value from its text: into its field of cfg (and,
+	 * for LISTEN, the listen fields beside it). 0, or -EINVAL (-ENOMEM)
+	 * with the problem in why ("'x' is not a boolean ..."): the engine
+	 * writes it after "WHERE: section.key: ". Nothing is changed on
+	 * failure. */
+	int (*parse)(struct vcfg *cfg, const struct vcfg_key *k, const char *value, char *why, size_t len);
+	/* The value's text as voltd.conf writes it, NUL-terminated in buf. */
+	void (*format)(const struct vcfg *cfg, const struct vcfg_key *k, char *buf, size_t len);
+	/* Bytes of the field, for a copy of its value; 0 when the value is
+	 * not one field (no live or reload-only key may have such a type). */
+	size_t (*size)(const struct vcfg_key *k);
+	/* What the documentation says its values are: "on or off",
+	 * "auto or 1..256", "1..3600000 ms", "wait | shed". */
+	void (*describe)(const struct vcfg_key *k, char *buf, size_t len);
+};
+
+/* The operations of k's type. */
+const struct vcfg_type_ops *vcfg__type(const struct vcfg_key *k);
+
+/* The field of key k in cfg. */
+static inline void *vcfg__field(struct vcfg *cfg, const struct vcfg_key *k)
+{
+	return (char *)cfg + k->offset;
+}
+
+static inline const void *vcfg__cfield(const struct vcfg *cfg, const struct vcfg_key *k)
+{
+	return (const char *)cfg + k->offset;
+}
+
+#endif
