@@ -56,7 +56,7 @@ enum vio_backend {
 };
 
 /* Bounds of struct vio_config's fields, inclusive: vio_new refuses values
- * outside them, and voltd.conf's schema (src/voltd/cfg.c) takes its bounds
+ * outside them, and voltd.conf's schema (src/voltd/cfg_schema.c) takes its bounds
  * from here. The small rings and buffer pools are real configurations that
  * tests use to overflow them. */
 #define VIO_RING_ENTRIES_MIN 8u         /* power of two */
@@ -68,7 +68,7 @@ enum vio_backend {
 #define VIO_ACCEPT_PAUSE_MS_MAX 10000u  /* from 1 */
 
 /* Embedded in the daemon's struct vcfg and filled from voltd.conf's [io]
- * section (src/voltd/cfg.c is the only place its defaults are written);
+ * section (src/voltd/cfg_schema.c is the only place its defaults are written);
  * tests and benchmarks fill it themselves (tests/helpers/test_config.h).
  * vio_new copies it. */
 struct vio_config {

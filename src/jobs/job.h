@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 /* Settings from [jobs]; public fields. The server fills them from
- * voltd.conf's [jobs] keys (src/voltd/cfg.c, the only place their defaults
+ * voltd.conf's [jobs] keys (src/voltd/cfg_schema.c, the only place their defaults
  * are written); tests start from tcfg_jobs (tests/helpers/test_config.h). */
 struct vjob_config {
 	uint64_t spin_max_n;   /* [jobs] spin_max_n: largest n of /v1/spin */

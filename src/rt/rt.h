@@ -203,7 +203,7 @@ struct vrt_park_ops {
 
 /* Bounds of struct vrt_config's fields, inclusive (a minimum not named is
  * 1): vrt_new and the vrt_set_* setters refuse values outside them, and
- * voltd.conf's schema (src/voltd/cfg.c) takes its bounds from here. */
+ * voltd.conf's schema (src/voltd/cfg_schema.c) takes its bounds from here. */
 #define VRT_MAX_WORKERS 256u
 #define VRT_GLOBAL_INTERVAL_MAX 255u
 #define VRT_GLOBAL_BATCH_MAX 128u
@@ -215,7 +215,7 @@ struct vrt_park_ops {
 #define VRT_STALL_WARN_MS_MAX 3600000u /* from 0 */
 
 /* Embedded in the daemon's struct vcfg and filled from voltd.conf's
- * [scheduler] section (src/voltd/cfg.c is the only place its defaults are
+ * [scheduler] section (src/voltd/cfg_schema.c is the only place its defaults are
  * written); tests and benchmarks fill it themselves
  * (tests/helpers/test_config.h). vrt_new copies it. */
 struct vrt_config {

@@ -47,7 +47,7 @@ enum vsrv_on_full {
 };
 
 /* Embedded in the daemon's struct vcfg and filled from voltd.conf's
- * schema (src/voltd/cfg.c, the only place its defaults are written);
+ * schema (src/voltd/cfg_schema.c, the only place its defaults are written);
  * vsrv_new copies it. Public. */
 struct vsrv_config {
 	struct {

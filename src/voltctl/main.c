@@ -5,7 +5,7 @@
  * reply as tables (default), the raw JSON line (--json) or Prometheus text
  * (--prom, or the `metrics` command). `top` is a live view (top.c). The
  * socket: -s, else $VOLTD_CONTROL, else control.socket's default from the
- * configuration schema (src/voltd/cfg.c, the only place it is written,
+ * configuration schema (src/voltd/cfg_schema.c, the only place it is written,
  * through the generated voltd-defaults.h).
  * Exit codes: client.h and voltctl(1). Single-threaded.
  */

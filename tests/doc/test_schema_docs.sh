@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The files that repeat the schema's facts (src/voltd/cfg.c) are exactly what
+# The files that repeat the schema's facts (src/voltd/cfg_schema.c) are exactly what
 # voltd-schema renders from it: the key sections of man/voltd.conf.5 (prose
 # in man/voltd.conf.5.in), conf/voltd.conf (prose in conf/voltd.conf.in) and
 # tests/helpers/test_config.h. On a difference it prints the diff: run

@@ -178,7 +178,7 @@ def test_sighup_keeps_running_config_on_error(daemon, tmp_path):
 
 def test_no_file_runs_with_the_schema_defaults():
     """With no configuration file, -T prints exactly the schema's defaults
-    (src/voltd/cfg.c), read here from conf/voltd.conf, which voltd-schema
+    (src/voltd/cfg_schema.c), read here from conf/voltd.conf, which voltd-schema
     renders from the schema (tests/doc/test_schema_docs.sh fails on any
     drift): every key commented out with its default, in schema order. The
     layers' config structs are embedded in struct vcfg and handed to
