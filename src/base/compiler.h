@@ -34,7 +34,7 @@ static inline void vb_cpu_relax(void)
 }
 
 /* Always-on check for states where continuing is unsafe, and for internal
- * invariants: there is no debug-only assertion (doc/ARCHITECTURE.md §9). */
+ * invariants: there is no debug-only assertion (doc/conventions.md). */
 void vb_bug(const char *file, int line, const char *expr) __attribute__((noreturn));
 #define VB_BUG_ON(cond) \
 	do { if (vb_unlikely(cond)) vb_bug(__FILE__, __LINE__, #cond); } while (0)

@@ -34,7 +34,7 @@ struct vrt_task;
 
 /*
  * Results of channel operations. These are outcomes, not failures, so the
- * operations return this enum instead of -errno (doc/ARCHITECTURE.md §9:
+ * operations return this enum instead of -errno (doc/conventions.md:
  * when a convention fights clarity, clarity wins).
  */
 enum vch_status {

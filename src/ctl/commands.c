@@ -5,7 +5,7 @@
  *
  * A command line is split on blanks; argv[0] names the command. Each reply
  * is one JSON object with "schema":"voltd.<reply>.v1" and "ok"; errors are
- * voltd.error.v1 with a "code" (doc/ARCHITECTURE.md lists them).
+ * voltd.error.v1 with a "code" (doc/control.md lists them).
  */
 #include "config.h"
 #include "ctl/internal.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ctl/ctl.h: the control plane: a UNIX stream socket speaking one command per
- * line and one line of JSON per reply (doc/ARCHITECTURE.md, "Control plane"),
+ * line and one line of JSON per reply (doc/control.md),
  * and an optional HTTP listener answering GET /metrics (Prometheus text).
  *
  * Threading contract: vctl_new, vctl_start, vctl_stop and vctl_free are
@@ -32,7 +32,7 @@ struct vsrv;
 struct vctl;
 struct vctl_reload_stats;
 
-/* Permission levels, lowest first (doc/ARCHITECTURE.md). */
+/* Permission levels, lowest first (doc/control.md). */
 enum vctl_level { VCTL_USER = 0, VCTL_OPERATOR = 1, VCTL_ADMIN = 2 };
 
 /* Most bytes of one command line (newline included); longer lines get an

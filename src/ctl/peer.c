@@ -3,7 +3,7 @@
  * ctl/peer.c: who is on the other end of a control connection, and what
  * they may do. SO_PEERCRED gives the peer's uid, gid and pid at connect
  * time; its groups come from the group database (getgrouplist on the uid's
- * name) plus its primary gid. Levels (doc/ARCHITECTURE.md, "Control plane"):
+ * name) plus its primary gid. Levels (doc/control.md):
  * admin = root or voltd's own uid; operator = a member of
  * control.operator_group; user = anyone the socket's mode lets connect.
  * Control thread only (the group lookups may block on NSS: never a worker).

@@ -16,7 +16,7 @@
  *   its next operation goes to its new worker. An operation already in
  *   flight stays with the worker that submitted it (its owner) until its
  *   last completion; only the owner reaps its ring, between polls (every
- *   io_poll_interval) and when it parks (doc/ARCHITECTURE.md, I/O ownership).
+ *   io_poll_interval) and when it parks (doc/runtime.md, the I/O ownership rule).
  * - An object (struct vio_conn, struct vio_timer) is used by one task at a
  *   time; it must live in memory the task's vtable drop() frees: the driver
  *   holds a task reference while the kernel may still touch the object, so
@@ -97,7 +97,7 @@ int vio_new(const struct vio_config *cfg, unsigned workers, struct vio **out);
 /* Bytes that io holds on the heap for connections whose task is not
  * reading (while more than half of a worker's provided buffers are out,
  * received bytes are copied so that the ring stays available: see
- * doc/ARCHITECTURE.md) are charged to *used (added, and subtracted when
+ * doc/io.md) are charged to *used (added, and subtracted when
  * the task takes them), and no copy is made that would take *used past
  * max: the provided buffer is kept instead. The server passes its
  * max_inflight_bytes budget, so these bytes count with request and reply

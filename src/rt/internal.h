@@ -263,7 +263,7 @@ struct vrt_worker_counters {
 
 struct vrt_worker {
 	struct vrt_wsq q;  /* fresh tasks: head/tail/buffer, each on its own line */
-	struct vrt_wsq cq; /* continuations (doc/ARCHITECTURE.md §2, "Mixed work") */
+	struct vrt_wsq cq; /* continuations (doc/runtime.md, "Mixed work") */
 
 	/* owner-only */
 	struct vrt *rt vb_cacheline_aligned;
@@ -516,7 +516,7 @@ static inline bool vrt__worth_waking(const struct vrt_worker *w, unsigned n, uns
 }
 
 /*
- * Mixed work (doc/ARCHITECTURE.md §2): a task that returned VRT_YIELD this
+ * Mixed work (doc/runtime.md): a task that returned VRT_YIELD this
  * many times in a row is a continuation: it waits in the worker's
  * continuation ring (cq), behind fresh work. Once fresh work has run for
  * VRT_CQ_FRESH_NS while a continuation waits, a worker takes the
@@ -566,7 +566,7 @@ bool vrt__sibling_backlog(struct vrt_worker *w);
 bool vrt__wake_owed_due(struct vrt_worker *w);
 
 /*
- * The wake rule (doc/ARCHITECTURE.md §2): wake a parked sibling for a
+ * The wake rule (doc/runtime.md): wake a parked sibling for a
  * backlog of `n` tasks here when it is worth a wake-up
  * (vrt__worth_waking), or when this worker owes one: it left its park by
  * its driver, which unparks nobody, so a sibling that parked meanwhile may

@@ -17,7 +17,7 @@
  * also sits in the runtime's registry (one mutex per worker), so that
  * vrt_shutdown can finish or drop it: after vrt_shutdown every task spawned
  * on the runtime is complete, and wakes of complete tasks are ignored.
- * Scheduling: see doc/ARCHITECTURE.md §2 and the Ordering blocks of worker.c,
+ * Scheduling: see doc/runtime.md and the Ordering blocks of worker.c,
  * task.c and wsq.c.
  */
 #ifndef VOLTD_RT_RT_H
@@ -128,7 +128,7 @@ void vrt_poll_label(const char *label);
 /* From a poll function: the current task starts a new piece of work (an
  * executor took its next job), so the slices it ran for the last one no
  * longer count: it is fresh again for the mixed-work policy
- * (doc/ARCHITECTURE.md §2). No-op outside a worker. */
+ * (doc/runtime.md). No-op outside a worker. */
 void vrt_service_reset(void);
 
 /*

@@ -9,7 +9,7 @@
  * io_reap_us passed), place the task (place_polled: the slice rule of the
  * mixed-work policy decides whether a yielded task runs on at once).
  *
- * find_work order (doc/ARCHITECTURE.md §2): every global_interval ticks the
+ * find_work order (doc/runtime.md, "Finding work"): every global_interval ticks the
  * injection queue first (checked before local work, or a busy worker would
  * never look at it); the resume slot; a continuation after VRT_CQ_FRESH_NS
  * of fresh work (aging); the prefetched global batch; the LIFO slot (at most
@@ -179,7 +179,7 @@ static void schedule_remote(struct vrt *rt, struct vrt_task *t)
  *  - while the injection queue holds fresh work (spawns, wakes, overflow:
  *    anything but yielded tasks), they go to its tail, behind that work, and
  *    the worker takes a batch from its head; budget-forced yields always go
- *    there (doc/ARCHITECTURE.md §2, "Budget");
+ *    there (doc/runtime.md, "Budget and shutdown");
  *  - otherwise to the back of the worker's own ring, where idle workers can
  *    steal them. Only yielded tasks would be queued globally then, and
  *    sending them through the shared queue would move each of them between
@@ -702,7 +702,7 @@ static bool io_due(struct vrt_worker *w, enum vrt_poll r)
 }
 
 /*
- * The slice rule (doc/ARCHITECTURE.md §2, "Mixed work"): a task whose slice
+ * The slice rule (doc/runtime.md, "Mixed work"): a task whose slice
  * ended (VRT_YIELD, or its budget spent) gives way only when something
  * waits: fresh local work (LIFO slot, prefetched batch, ring, yielded fresh
  * tasks), the injection queue, a sibling's unserved backlog (we may steal

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server/conn.c: the connection task: the parse stage (doc/ARCHITECTURE.md
- * §5) and the sending end of the write stage. One task per accepted socket:
+ * server/conn.c: the connection task: the parse stage (doc/server.md) and
+ * the sending end of the write stage. One task per accepted socket:
  *   - reads into the parser's buffer (a recv is started only when every
  *     buffered byte has been parsed, so the buffer never moves under it);
  *   - hands each request to request.c, which answers it at once or makes

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server/request.c: what a parsed request becomes (doc/ARCHITECTURE.md §5,
+ * server/request.c: what a parsed request becomes (doc/server.md,
  * route and queue): routed to a job kind, answered at once by the
  * connection when the server or the kind decides at once (404, 405,
  * /healthz, every 400 a kind finds), otherwise a job carrying the

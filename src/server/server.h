@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * server/server.h: the HTTP/1.1 front end and the stages of
- * doc/ARCHITECTURE.md §5: listeners and one accept task per listener per worker, one task per
+ * doc/server.md: listeners and one accept task per listener per worker, one task per
  * connection (parse, limits, timeouts, /healthz and errors, 100 Continue,
  * in-order sending), the `jobs` channel, executor tasks running the job
  * kinds in slices, the `replies` channel, and writer tasks that encode

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * voltctl/client.h: a connection to voltd's control socket: one command
- * line out, one JSON reply line back (doc/ARCHITECTURE.md, "Control
- * plane"), parsed with jansson. Single-threaded; the caller owns the
- * struct and every json_t it receives.
+ * line out, one JSON reply line back (doc/control.md), parsed with
+ * jansson. Single-threaded; the caller owns the struct and every json_t
+ * it receives.
  */
 #ifndef VOLTD_VOLTCTL_CLIENT_H
 #define VOLTD_VOLTCTL_CLIENT_H

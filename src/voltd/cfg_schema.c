@@ -94,7 +94,7 @@ static const struct vcfg_section sections[] = {
 
 /*
  * The schema: one row per key, in file order, every fact about the key
- * written once (see doc/ARCHITECTURE.md, "Adding a key"). Positional:
+ * written once (see doc/config.md, "Adding a key"). Positional:
  * section, name, type, default as written in the file, min, max, F(field
  * of struct vcfg). Then by name, only what applies: .unit ("ms", "s",
  * "us", "bytes"), .flags (VCFG_F_*), .choices (ENUM, and .choice_base when

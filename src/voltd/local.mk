@@ -84,9 +84,12 @@ uninstall-voltd-conf:
 	elif test -f "$$conf"; then echo "voltd: $$conf was edited: left in place"; fi
 .PHONY: install-voltd-conf uninstall-voltd-conf
 
-# Documentation: the README, the architecture map and the examples (the
+# Documentation: the README, the architecture map with the documents it
+# links (installed side by side, so its links resolve) and the examples (the
 # sample configuration, the HAProxy front end of README's scale-out part).
-dist_doc_DATA = README.md doc/ARCHITECTURE.md
+dist_doc_DATA = README.md doc/ARCHITECTURE.md doc/layers.txt doc/channel.md \
+	doc/config.md doc/control.md doc/conventions.md doc/daemon.md doc/io.md \
+	doc/metrics.md doc/ordering.md doc/runtime.md doc/server.md doc/testing.md
 examplesdir = $(docdir)/examples
 dist_examples_DATA = conf/voltd.conf
 haproxyexamplesdir = $(docdir)/examples/haproxy

@@ -2,7 +2,7 @@
 /*
  * voltd/main.c: the daemon's entry point. main() is an init ladder; each rung
  * has a matching teardown, run in reverse order on the way out
- * (doc/ARCHITECTURE.md §6).
+ * (doc/daemon.md).
  * The main thread owns the ladder and waits on a signalfd; worker threads
  * belong to the runtime.
  */

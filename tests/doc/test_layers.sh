@@ -13,8 +13,8 @@
 # - the table allows an edge no file uses (the table is the edges used: a new
 #   one is a decision written there), or a layer uses one listed after it
 #   (the table is listed bottom up, so it has no cycle);
-# - the table of doc/ARCHITECTURE.md section 1 says otherwise (folder or
-#   "may include" of a layer, or a layer one of them lacks).
+# - the table in the Layers section of doc/ARCHITECTURE.md says otherwise
+#   (folder or "may include" of a layer, or a layer one of them lacks).
 # Usage: test_layers.sh [SRCDIR] (default $VOLTD_SRCDIR, else the checkout).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -103,10 +103,10 @@ echo "$layers" | while read -r dir layer deps; do
 	done
 done
 
-# doc/ARCHITECTURE.md section 1: "| layer | `src/dir/` | what | may include |".
+# doc/ARCHITECTURE.md, section Layers: "| layer | `src/dir/` | what | may include |".
 # A remark in parentheses is dropped; "libc only" is "-"; otherwise a
 # comma-separated list of layers.
-arch=$(awk '/^## 1\./ { on = 1; next } /^## / { on = 0 }
+arch=$(awk '/^## Layers$/ { on = 1; next } /^## / { on = 0 }
 	on && /^\| [a-z]+ \| `src\// {
 		n = split($0, c, "|")
 		l = c[2]; f = c[3]; m = c[n - 1]
@@ -118,23 +118,23 @@ arch=$(awk '/^## 1\./ { on = 1; next } /^## / { on = 0 }
 		for (i = 1; i <= k; i++) s = s " " w[i]
 		print f, l s
 	}' "$doc")
-[ -n "$arch" ] || { echo "test_layers: no layer table in doc/ARCHITECTURE.md section 1" >&2; exit 99; }
+[ -n "$arch" ] || { echo "test_layers: no layer table in doc/ARCHITECTURE.md (section Layers)" >&2; exit 99; }
 sorted() { tr ' ' '\n' | sed '/^$/d' | sort | tr '\n' ' '; }
 echo "$layers" | while read -r dir layer deps; do
 	row=$(echo "$arch" | awk -v l="$layer" '$2 == l')
 	if [ -z "$row" ]; then
-		echo "doc/ARCHITECTURE.md section 1: no row for layer $layer (doc/layers.txt has it)" >>"$errs"
+		echo "doc/ARCHITECTURE.md (Layers): no row for layer $layer (doc/layers.txt has it)" >>"$errs"
 		continue
 	fi
 	set -- $row
-	[ "$1" = "$dir" ] || echo "doc/ARCHITECTURE.md section 1: $layer is in src/$1/, doc/layers.txt says src/$dir/" >>"$errs"
+	[ "$1" = "$dir" ] || echo "doc/ARCHITECTURE.md (Layers): $layer is in src/$1/, doc/layers.txt says src/$dir/" >>"$errs"
 	shift 2
 	a=$(echo "$*" | sorted)
 	b=$(echo "$deps" | sorted)
-	[ "$a" = "$b" ] || echo "doc/ARCHITECTURE.md section 1: $layer may include '${a% }', doc/layers.txt says '${b% }'" >>"$errs"
+	[ "$a" = "$b" ] || echo "doc/ARCHITECTURE.md (Layers): $layer may include '${a% }', doc/layers.txt says '${b% }'" >>"$errs"
 done
 echo "$arch" | while read -r dir layer deps; do
-	[ -n "$(layer_of "$dir")" ] || echo "doc/ARCHITECTURE.md section 1: row $layer (src/$dir/) is not in doc/layers.txt" >>"$errs"
+	[ -n "$(layer_of "$dir")" ] || echo "doc/ARCHITECTURE.md (Layers): row $layer (src/$dir/) is not in doc/layers.txt" >>"$errs"
 done
 
 if [ -s "$errs" ]; then
@@ -142,4 +142,4 @@ if [ -s "$errs" ]; then
 	echo "test_layers: $(wc -l <"$errs") problem(s); the layer table is doc/layers.txt (see doc/ARCHITECTURE.md)"
 	exit 1
 fi
-echo "test_layers: every include under src/ follows doc/layers.txt, which is the table of doc/ARCHITECTURE.md section 1"
+echo "test_layers: every include under src/ follows doc/layers.txt, which is the table of doc/ARCHITECTURE.md (Layers)"

@@ -90,7 +90,7 @@ expect "a cycle" "base may use rt, which is not listed before it"
 
 fresh
 sed -i 's/^\(| chan | `src\/chan\/` | .*\) | base, rt |$/\1 | base |/' "$work/t/doc/ARCHITECTURE.md"
-expect "section 1 disagrees" "section 1: chan may include 'base', doc/layers.txt says 'base rt'"
+expect "the map disagrees" "(Layers): chan may include 'base', doc/layers.txt says 'base rt'"
 
 if [ $fails -ne 0 ]; then
 	echo "test_layers_selftest: $fails case(s) walked around tests/doc/test_layers.sh"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The index of ordering labels in doc/ARCHITECTURE.md (section 8) stays true:
+# The index of ordering labels in doc/ordering.md stays true:
 # every label like [Q1] used in a file under src/<dir>/ has a row for that
 # file's layer or for a layer it may use (doc/layers.txt), every row's file
 # lies in its layer's folder and contains the label, and no label has two
@@ -9,29 +9,29 @@
 # Usage: test_ordering_index.sh [SRCDIR] (default $VOLTD_SRCDIR, else the checkout).
 set -u
 top=${1:-${VOLTD_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}}
-doc=$top/doc/ARCHITECTURE.md
+doc=$top/doc/ordering.md
 [ -r "$doc" ] || { echo "test_ordering_index: $doc not found" >&2; exit 99; }
 . "$(dirname "$0")/layers.sh"
 
 # "label layer file" per index row.
 rows=$(sed -n 's/^| `\[\([A-Z]*[0-9]*\)\]` | \([a-z]*\) | `\([^`]*\)` |.*/\1 \2 \3/p' "$doc")
-[ -n "$rows" ] || { echo "test_ordering_index: no index rows in doc/ARCHITECTURE.md" >&2; exit 99; }
+[ -n "$rows" ] || { echo "test_ordering_index: no index rows in doc/ordering.md" >&2; exit 99; }
 
 errs=$(mktemp) || exit 99
 trap 'rm -f "$errs"' EXIT
 
 # Labels: one row each.
-echo "$rows" | awk '{ n[$1]++; l[$1] = l[$1] " " $2 } END { for (k in n) if (n[k] > 1) printf "doc/ARCHITECTURE.md: [%s] has %d rows (layers%s): a label names one edge; give one a name of its own\n", k, n[k], l[k] }' >>"$errs"
+echo "$rows" | awk '{ n[$1]++; l[$1] = l[$1] " " $2 } END { for (k in n) if (n[k] > 1) printf "doc/ordering.md: [%s] has %d rows (layers%s): a label names one edge; give one a name of its own\n", k, n[k], l[k] }' >>"$errs"
 
 # Rows: the file exists, is in the layer's folder, and defines the label.
 echo "$rows" | while read -r label layer file; do
 	dir=$(echo "$layers" | awk -v l="$layer" '$2 == l { print $1 }')
 	case $file in
 	"src/$dir/"*) ;;
-	*) echo "doc/ARCHITECTURE.md: [$label] ($layer): $file is not under src/$dir/" >>"$errs"; continue ;;
+	*) echo "doc/ordering.md: [$label] ($layer): $file is not under src/$dir/" >>"$errs"; continue ;;
 	esac
 	if ! grep -qF "[$label]" "$top/$file" 2>/dev/null; then
-		echo "doc/ARCHITECTURE.md: [$label] ($layer): $file does not contain it" >>"$errs"
+		echo "doc/ordering.md: [$label] ($layer): $file does not contain it" >>"$errs"
 	fi
 done
 
@@ -51,7 +51,7 @@ for f in "$top"/src/*/*.c "$top"/src/*/*.h; do
 				break
 			fi
 		done
-		[ -n "$found" ] || echo "$rel: [$label] has no row in doc/ARCHITECTURE.md section 8 (for layer $(echo "$usable" | head -1) or one it may use)" >>"$errs"
+		[ -n "$found" ] || echo "$rel: [$label] has no row in doc/ordering.md (for layer $(echo "$usable" | head -1) or one it may use)" >>"$errs"
 	done
 done
 

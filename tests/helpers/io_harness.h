@@ -75,7 +75,7 @@ uint64_t ioh_drops(void);
  * Move the calling task to another worker (a test that needs an operation
  * submitted on one worker's ring and continued on another's). A task that
  * yields with nothing else waiting runs on at once on its own worker
- * (doc/ARCHITECTURE.md §2), so yielding does not move it: the first call
+ * (doc/runtime.md), so yielding does not move it: the first call
  * returns VRT_PENDING (return it) and spawns a task that keeps this worker
  * busy in one poll while a plain thread wakes the caller through the
  * injection queue, until the caller runs elsewhere (or 10 s). A later call

@@ -59,7 +59,7 @@ def test_stall_flagged_and_others_served(voltd):  # noqa: F811
     # Light requests on fresh connections while the worker spins: the ones
     # whose connection the other worker accepted are answered now. (A
     # connection accepted by the stalled worker's own listener waits: its
-    # I/O completions are on that worker's ring; see doc/ARCHITECTURE.md.)
+    # I/O completions are on that worker's ring; see doc/runtime.md, "Measurements and the stall monitor".)
     # Which listener takes a connection is the kernel's SO_REUSEPORT hash
     # of its ports: each is a coin toss, so with 8 connections 1 run in 256
     # had none on the free worker and failed (CI, 2026-11-24; 20 runs here

@@ -45,6 +45,7 @@ def test_make_install_puts_everything_in_place(dest):
               "lib/sysusers.d/voltd.conf", "lib/tmpfiles.d/voltd.conf", "share/man/man8/voltd.8",
               "share/man/man5/voltd.conf.5", "share/man/man1/voltctl.1", "etc/voltd/voltd.conf",
               "share/doc/voltd/README.md", "share/doc/voltd/ARCHITECTURE.md",
+              "share/doc/voltd/runtime.md", "share/doc/voltd/layers.txt",
               "share/doc/voltd/examples/voltd.conf", "share/doc/voltd/examples/haproxy/voltd.cfg"]:
         assert os.path.exists(os.path.join(root, f)), f
     unit = open(os.path.join(root, "lib/systemd/system/voltd.service")).read()

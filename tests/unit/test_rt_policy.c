@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_rt_policy.c: the scheduling policy for mixed work
- * (doc/ARCHITECTURE.md §2, "Mixed work") on a real runtime, asserted by
+ * (doc/runtime.md, "Mixed work") on a real runtime, asserted by
  * counts, never by time: a sliced task with nothing waiting runs its slices
  * back to back (no yield, no futile wake-up); a light task queued behind a
  * sliced task runs before that task's next slice; a continuation finishes
