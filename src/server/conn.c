@@ -43,10 +43,19 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Input read and thrown away after an error answer, before closing, so
- * the peer sees the answer rather than a reset. */
+/*
+ * The lingering close after an answer sent before the whole request was
+ * read (a parse error, 408; RFC 9112 9.6): our write side is shut and what
+ * the client still sends is read and dropped, until it closes or a bound
+ * passes, so that its writes never meet the reset a close with unread input
+ * makes. A client that writes its whole request before it reads (h2load)
+ * reads the answer only once everything is written: the byte bound must
+ * take a body several times max_body_bytes (dropping 64 MiB costs a few
+ * milliseconds of one worker); over a slow link the time bound is the one
+ * that ends it. A bound that passes closes with a reset (linger_cut).
+ */
 #define LINGER_MS 2000
-#define LINGER_BYTES (1u << 20)
+#define LINGER_BYTES (64u << 20)
 
 struct vb_ratelimit vsrv__conn_rl = VB_RATELIMIT_INIT(5000, 10);
 
@@ -88,9 +97,14 @@ static void end_to(struct vsrv_conn *c, enum vsrv_end to, int64_t now)
 	c->end = to;
 	switch (to) {
 	case VSRV_END_LINGER:
-		/* An error answer is out: drain what the client still sends
-		 * so it reads the answer, not a reset. */
+		/* The early answer is out: drain what the client still sends
+		 * so it reads the answer, not a reset. The parser's buffer
+		 * takes the drained bytes (it will parse nothing more; a
+		 * receive under way into it still lands in its memory). */
+		VSRV_INC(c->srv, lingers);
 		c->linger_until = now + vsrv__ms(LINGER_MS);
+		if (c->parser)
+			vhttp_parser_reset(c->parser);
 		vio_conn_shutdown_write(&c->io);
 		break;
 	case VSRV_END_ABORTED:
@@ -109,6 +123,19 @@ void vsrv__conn_abort(struct vsrv_conn *c, const char *reason)
 	if (c->end < VSRV_END_ABORTED)
 		c->close_reason = reason;
 	end_to(c, VSRV_END_ABORTED, 0);
+}
+
+void vsrv__conn_fail(struct vsrv_conn *c, int status, int64_t now)
+{
+	vsrv__respond_unparsed(c, status, now);
+	vsrv__rx_to(c, VSRV_RX_DONE);
+	end_to(c, VSRV_END_FAILED, now);
+}
+
+void vsrv__conn_linger_cut(struct vsrv_conn *c)
+{
+	VSRV_INC(c->srv, linger_cut);
+	vsrv__conn_abort(c, NULL); /* answered already: nothing to drop */
 }
 
 /* ------------------------------------------- parser and slots, lazily */
@@ -247,9 +274,7 @@ static bool conn_parse(struct vsrv_conn *c, int64_t now)
 			status = vhttp_parser_error(c->parser, &reason);
 			vb_log_rl(&vsrv__conn_rl, LOG_INFO, "connection fd %d: %d: %s", c->io.fd,
 				  status, reason ? reason : "bad request");
-			vsrv__respond_unparsed(c, status, now);
-			vsrv__rx_to(c, VSRV_RX_DONE);
-			end_to(c, VSRV_END_FAILED, now);
+			vsrv__conn_fail(c, status, now);
 			break;
 		case VHTTP_EV_CLOSED:
 			vsrv__rx_to(c, VSRV_RX_DONE);
@@ -377,9 +402,10 @@ static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
 
 	if (!buf && c->end != VSRV_END_LINGER)
 		conn_give_back(c);
-	if (!buf && c->parser && c->end != VSRV_END_LINGER) {
+	if (!buf && c->parser) {
+		/* Lingering, its buffer holds nothing that counts. */
 		buf = vhttp_parser_rbuf(c->parser, &room);
-		VB_BUG_ON(room == 0); /* everything was parsed */
+		VB_BUG_ON(room == 0); /* everything was parsed (or reset) */
 	} else if (!buf) {
 		buf = c->ibuf;
 		room = sizeof(c->ibuf);
@@ -395,9 +421,14 @@ static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
 		return p;
 	*progress = true;
 	if (c->end == VSRV_END_LINGER) {
-		c->linger_bytes += n > 0 ? (size_t)n : 0;
-		if (n <= 0 || c->linger_bytes > LINGER_BYTES)
-			vsrv__conn_abort(c, NULL);
+		if (n <= 0) {
+			vsrv__conn_abort(c, NULL); /* the client closed (or reset) */
+			return VRT_READY;
+		}
+		VSRV_ADD(srv, linger_drained, n);
+		c->linger_bytes += (size_t)n;
+		if (c->linger_bytes > LINGER_BYTES)
+			vsrv__conn_linger_cut(c);
 		return VRT_READY;
 	}
 	if (n > 0) {

@@ -131,7 +131,7 @@ bool vsrv__conn_timeouts(struct vsrv_conn *c, int64_t now)
 	if (!rd || now < rd)
 		return false;
 	if (c->end == VSRV_END_LINGER) {
-		vsrv__conn_abort(c, NULL); /* answered already: nothing to drop */
+		vsrv__conn_linger_cut(c);
 		return true;
 	}
 	switch (c->phase) {
@@ -141,13 +141,14 @@ bool vsrv__conn_timeouts(struct vsrv_conn *c, int64_t now)
 			VSRV_INC(srv, timeouts_header);
 		else
 			VSRV_INC(srv, timeouts_body);
-		vsrv__respond_unparsed(c, 408, now);
+		/* The client may still be sending: answer, then linger. */
+		vsrv__conn_fail(c, 408, now);
 		break;
 	default:
 		VSRV_INC(srv, timeouts_idle);
+		vsrv__rx_to(c, VSRV_RX_DONE);
 		break;
 	}
-	vsrv__rx_to(c, VSRV_RX_DONE);
 	return true;
 }
 

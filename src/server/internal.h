@@ -557,6 +557,14 @@ void vsrv__conn_arm(struct vsrv_conn *c, int64_t now);
 /* Stop at once: nothing more is sent, the socket closes; the first
  * reason is logged if requests are dropped. The one way to abort. */
 void vsrv__conn_abort(struct vsrv_conn *c, const char *reason);
+/* Answer `status` before the request was read whole (a parse error, 408):
+ * no more requests; once the answer is out the connection lingers (shuts
+ * its write side, reads and drops what the client still sends, bounded in
+ * bytes and time), then closes. */
+void vsrv__conn_fail(struct vsrv_conn *c, int status, int64_t now);
+/* The linger's time or byte bound passed while the client still sent:
+ * close now (with a reset, as input is left unread). */
+void vsrv__conn_linger_cut(struct vsrv_conn *c);
 /* Create the connection for an accepted fd (closes fd on failure). */
 int vsrv__conn_new(struct vsrv *srv, int fd, struct vsrv_conn **out);
 /* A connection ended: open count, acceptors. */

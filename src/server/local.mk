@@ -21,7 +21,8 @@ TESTS += \
 	tests/integration/test_adversarial.py \
 	tests/integration/test_seam.py \
 	tests/integration/test_access_log.py \
-	tests/integration/test_admit.py
+	tests/integration/test_admit.py \
+	tests/integration/test_linger.py
 EXTRA_DIST += \
 	tests/integration/httputil.py \
 	tests/integration/test_access_log.py \
@@ -32,7 +33,8 @@ EXTRA_DIST += \
 	tests/integration/test_adversarial.py \
 	tests/integration/test_seam.py \
 	tests/integration/test_line_audit.py \
-	tests/integration/test_admit.py
+	tests/integration/test_admit.py \
+	tests/integration/test_linger.py
 
 # Only a build with --enable-line-audit counts shared-line writes (scripts/test's
 # ASan tree); elsewhere the test would have nothing to read.

@@ -199,6 +199,11 @@ extern const size_t vsrv_kind_metrics_n;
 	X(timeouts_idle, COUNTER, "", "idle keep-alive connections closed") \
 	X(timeouts_send, COUNTER, "", "connections cut because a send took too long") \
 	X(client_resets, COUNTER, "", "connections ended by the peer mid-request or mid-response") \
+	X(lingers, COUNTER, "", \
+	  "connections that answered before the request was read whole (parse errors, 408), shut their write side and read what the client still sent before closing") \
+	X(linger_drained, COUNTER, "bytes", "bytes read and dropped while lingering") \
+	X(linger_cut, COUNTER, "", \
+	  "lingers ended by their time or byte bound while the client still sent (closed with a reset)") \
 	X(bytes_in, COUNTER, "bytes", "bytes received from clients") \
 	X(bytes_out, COUNTER, "bytes", "bytes sent to clients") \
 	X(draining, GAUGE_SNAP, "", "1 while not ready (/readyz 503): drained by the control socket, or stopping") \
