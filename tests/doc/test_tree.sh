@@ -10,9 +10,10 @@
 #   tree (an in-tree build), and no untracked file that looks like a build
 #   output escapes .gitignore;
 # - no source, test or map file points outside the repository (a sibling
-#   checkout's shared/, a review, a machine's absolute path); bench/README.md
-#   and bench/chan_compare.sh, which say where the benchmark peers live, and
-#   this file, which names the patterns, are the exceptions.
+#   checkout's shared/, a review, a machine's absolute path); bench/README.md,
+#   the sittings under bench/sittings/ and bench/chan_compare.sh, which say
+#   where the benchmark peers live, and this file, which names the patterns,
+#   are the exceptions.
 # Usage: test_tree.sh [SRCDIR] (default $VOLTD_SRCDIR, else the checkout).
 # Skips (77) when SRCDIR is not a git checkout (a release tarball holds
 # what make dist put there, nothing to tell apart).
@@ -64,7 +65,7 @@ git -C "$top" ls-files --others --exclude-standard | outputs |
 
 # 3. Nothing points outside the repository.
 git -C "$top" ls-files src tests bench doc man conf |
-	grep -v -e '^bench/README\.md$' -e '^bench/chan_compare\.sh$' -e '^tests/doc/test_tree\.sh$' |
+	grep -v -e '^bench/README\.md$' -e '^bench/sittings/[^/]*\.md$' -e '^bench/chan_compare\.sh$' -e '^tests/doc/test_tree\.sh$' |
 	(cd "$top" && xargs -r grep -nIE '\.\./shared|shared/peers|shared/reviews|reviews/review|/work/|/home/[a-z]') |
 	sed 's/$/   <- points outside the repository/' >>"$errs"
 
