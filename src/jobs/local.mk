@@ -2,6 +2,7 @@
 # src/jobs: the job kinds, the registry and routing, and their tests.
 # Included from src/http/local.mk until Makefile.am includes it directly.
 libvolt_a_SOURCES += \
+	src/jobs/abi.c \
 	src/jobs/job.c src/jobs/job.h src/jobs/internal.h \
 	src/jobs/registry.c \
 	src/jobs/kind_healthz.c \

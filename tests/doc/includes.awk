@@ -4,13 +4,14 @@
 # layer table. Comments are removed first (a directive inside /* */ is none,
 # and "#include /**/ <x.h>" is one), continued lines are joined, and each
 # included path is resolved the way the build does (-I src): a quoted path
-# first next to the file, then under src/; an angle path under src/ only.
+# first next to the file, then as an angle path: under include/ (the public
+# header, -I include comes first), then under src/.
 # Paths are normalised ("rt/../server/x.h" is "server/x.h").
 # Variables: top (the checkout), rel (the file, relative to top).
 # Output, one line per directive:
 #   LINE FORM RAW RESOLVED
 # FORM is q ("..."), a (<...>) or m (a macro); RAW is the path as written,
-# normalised; RESOLVED is the header under src/ it names, relative to top,
+# normalised; RESOLVED is the header under src/ or include/ it names, relative to top,
 # or "-" when it names none (libc, a library, a generated file).
 
 function normpath(p,    n, i, parts, out, k, s) {
@@ -50,9 +51,12 @@ function resolve(form, path,    d, c, t) {
 		d = rel
 		sub("/[^/]*$", "", d)
 		c = normpath(d "/" path)
-		if (c ~ /^src\// && exists(top "/" c))
+		if (c ~ /^(src|include)\// && exists(top "/" c))
 			return c
 	}
+	c = normpath("include/" path)
+	if (c ~ /^include\// && exists(top "/" c))
+		return c
 	c = normpath("src/" path)
 	if (c ~ /^src\// && exists(top "/" c))
 		return c

@@ -1,13 +1,15 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Layers enforced. Reads doc/layers.txt and fails when
-# - a file under src/<dir>/ (at any depth) includes a header of a layer its
-#   line does not list, however the path is spelled: every #include is
-#   resolved as the compiler does (tests/doc/includes.awk), so
-#   "../server/server.h", "rt/../server/server.h" and <server/server.h>
+# - a file under src/<dir>/ (at any depth), or under a folder of the table
+#   outside src/ (include/voltd, the public module header), includes a
+#   header of a layer its line does not list, however the path is spelled:
+#   every #include is resolved as the compiler does (tests/doc/includes.awk),
+#   so "../server/server.h", "rt/../server/server.h" and <server/server.h>
 #   name src/server/server.h; a project header must be spelled the one way,
-#   "dir/name.h", and an #include of a macro is refused;
-# - it includes another layer's internal.h, or a file outside src/;
+#   "dir/name.h" (the public header: <voltd/module.h>, as a module spells
+#   it), and an #include of a macro is refused;
+# - it includes another layer's internal.h, or a file outside src/ and include/;
 # - an external header is included outside the place the table names;
 # - a directory under src/ is missing from the table;
 # - the table allows an edge no file uses (the table is the edges used: a new
@@ -27,6 +29,9 @@ doc=$top/doc/ARCHITECTURE.md
 layer_of() { # DIR -> layer name, or nothing
 	echo "$layers" | awk -v d="$1" '$1 == d { print $2 }'
 }
+folder_of() { # DIR -> its folder as written in messages
+	case $1 in */*) echo "$1/" ;; *) echo "src/$1/" ;; esac
+}
 deps_of() { # DIR -> the layers it may use, space-separated
 	echo "$layers" | awk -v d="$1" '$1 == d { s = ""; for (i = 3; i <= NF; i++) s = s " " $i; print substr(s, 2) }'
 }
@@ -35,8 +40,12 @@ errs=$(mktemp) || exit 99
 used=$(mktemp) || exit 99
 trap 'rm -f "$errs" "$used"' EXIT
 
-for dirpath in "$top"/src/*/; do
-	dir=$(basename "$dirpath")
+# The folders of the table outside src/ (include/voltd), then src/*/.
+for dirpath in $(echo "$layers" | awk '$1 ~ /\// { print $1 }' | sed "s|^|$top/|; s|\$|/|") "$top"/src/*/; do
+	[ -d "$dirpath" ] || continue
+	dir=${dirpath#"$top"/}
+	dir=${dir%/}
+	dir=${dir#src/}
 	layer=$(layer_of "$dir")
 	if [ -z "$layer" ]; then
 		echo "src/$dir/: not in doc/layers.txt (add its line: layer, directory, what it may include)" >>"$errs"
@@ -66,16 +75,21 @@ for dirpath in "$top"/src/*/; do
 					echo "$at: includes <$raw>: only $place may (doc/layers.txt)" >>"$errs"
 				done
 				continue ;;
-			src/*) ;;
+			src/*)
+				canon=${res#src/}
+				hdir=${canon%%/*}
+				want=q ;;
+			include/*)
+				canon=${res#include/}
+				hdir=include/${canon%%/*}
+				want=a ;;
 			*)
-				echo "$at: includes $res: a file outside src/" >>"$errs"
+				echo "$at: includes $res: a file outside src/ and include/" >>"$errs"
 				continue ;;
 			esac
-			canon=${res#src/}
-			if [ "$form" != q ] || [ "$raw" != "$canon" ]; then
-				echo "$at: includes $res as $([ "$form" = q ] && echo "\"$raw\"" || echo "<$raw>"): spell it \"$canon\"" >>"$errs"
+			if [ "$form" != $want ] || [ "$raw" != "$canon" ]; then
+				echo "$at: includes $res as $([ "$form" = q ] && echo "\"$raw\"" || echo "<$raw>"): spell it $([ $want = q ] && echo "\"$canon\"" || echo "<$canon>")" >>"$errs"
 			fi
-			hdir=${canon%%/*}
 			hlayer=$(layer_of "$hdir")
 			case $allowed in
 			*" $hlayer "*) ;;
@@ -99,7 +113,7 @@ echo "$layers" | awk '
 echo "$layers" | while read -r dir layer deps; do
 	for d in $deps; do
 		grep -qx "$layer $d" "$used" ||
-			echo "doc/layers.txt: $layer may use $d, but no file under src/$dir/ includes a header of $d (remove it from the line)" >>"$errs"
+			echo "doc/layers.txt: $layer may use $d, but no file under $(folder_of "$dir") includes a header of $d (remove it from the line)" >>"$errs"
 	done
 done
 
@@ -107,7 +121,7 @@ done
 # A remark in parentheses is dropped; "libc only" is "-"; otherwise a
 # comma-separated list of layers.
 arch=$(awk '/^## Layers$/ { on = 1; next } /^## / { on = 0 }
-	on && /^\| [a-z]+ \| `src\// {
+	on && /^\| [a-z]+ \| `(src|include)\// {
 		n = split($0, c, "|")
 		l = c[2]; f = c[3]; m = c[n - 1]
 		gsub(/[ `]/, "", l); gsub(/[ `]/, "", f); sub(/^src\//, "", f); sub(/\/$/, "", f)
@@ -127,14 +141,14 @@ echo "$layers" | while read -r dir layer deps; do
 		continue
 	fi
 	set -- $row
-	[ "$1" = "$dir" ] || echo "doc/ARCHITECTURE.md (Layers): $layer is in src/$1/, doc/layers.txt says src/$dir/" >>"$errs"
+	[ "$1" = "$dir" ] || echo "doc/ARCHITECTURE.md (Layers): $layer is in $(folder_of "$1"), doc/layers.txt says $(folder_of "$dir")" >>"$errs"
 	shift 2
 	a=$(echo "$*" | sorted)
 	b=$(echo "$deps" | sorted)
 	[ "$a" = "$b" ] || echo "doc/ARCHITECTURE.md (Layers): $layer may include '${a% }', doc/layers.txt says '${b% }'" >>"$errs"
 done
 echo "$arch" | while read -r dir layer deps; do
-	[ -n "$(layer_of "$dir")" ] || echo "doc/ARCHITECTURE.md (Layers): row $layer (src/$dir/) is not in doc/layers.txt" >>"$errs"
+	[ -n "$(layer_of "$dir")" ] || echo "doc/ARCHITECTURE.md (Layers): row $layer ($(folder_of "$dir")) is not in doc/layers.txt" >>"$errs"
 done
 
 if [ -s "$errs" ]; then
@@ -142,4 +156,4 @@ if [ -s "$errs" ]; then
 	echo "test_layers: $(wc -l <"$errs") problem(s); the layer table is doc/layers.txt (see doc/ARCHITECTURE.md)"
 	exit 1
 fi
-echo "test_layers: every include under src/ follows doc/layers.txt, which is the table of doc/ARCHITECTURE.md (Layers)"
+echo "test_layers: every include under src/ and include/ follows doc/layers.txt, which is the table of doc/ARCHITECTURE.md (Layers)"

@@ -16,7 +16,7 @@ fails=0
 
 fresh() { # a clean copy of what test_layers.sh reads
 	rm -rf "$work/t" && mkdir "$work/t" &&
-	cp -R "$top/src" "$top/doc" "$work/t/" || exit 99
+	cp -R "$top/src" "$top/include" "$top/doc" "$work/t/" || exit 99
 }
 # expect NAME PATTERN: test_layers.sh on the copy fails and prints PATTERN.
 expect() {
@@ -91,6 +91,19 @@ expect "a cycle" "base may use rt, which is not listed before it"
 fresh
 sed -i 's/^\(| chan | `src\/chan\/` | .*\) | base, rt |$/\1 | base |/' "$work/t/doc/ARCHITECTURE.md"
 expect "the map disagrees" "(Layers): chan may include 'base', doc/layers.txt says 'base rt'"
+
+fresh
+plant src/jobs/abi.c '#include "voltd/module.h"'
+expect "the public header, spelled as a project header" 'spell it <voltd/module.h>'
+
+fresh
+plant src/rt/task.c '#include <voltd/module.h>'
+expect "the public header where the table does not allow it" "rt may not use api"
+
+fresh
+plant include/voltd/module.h '#include "base/compiler.h"'
+expect "the public header includes voltd's own" "include/voltd/module.h:"
+expect "the public header includes voltd's own (layer)" "api may not use base"
 
 if [ $fails -ne 0 ]; then
 	echo "test_layers_selftest: $fails case(s) walked around tests/doc/test_layers.sh"
