@@ -6,8 +6,7 @@
  * server's connection count, the idle word of the runtime, ...) counts one
  * at its site; the sums, divided by the requests served, show how many such
  * writes a request costs, a figure that does not depend on how many cores
- * run it (scaling-on-paper review, M1). Without the option VB_LINE_WRITE is
- * nothing and the sums read 0.
+ * run it. Without the option VB_LINE_WRITE is nothing and the sums read 0.
  *
  * Threading: each thread counts into a block of its own (allocated on its
  * first count, kept until exit so a finished thread's counts stay in the

@@ -406,8 +406,8 @@ void vch_waiter_init(struct vch_waiter *w)
  * stop the spinning and a burst after a pause is spun for again after two
  * short gaps; a gap counts as at most 4 caps). vch__spin_bound turns it into
  * phase 1's bound: twice the estimate, at least VCH_SPIN_MIN (128, ~3 us:
- * ping-pong and streams, whose gaps are a few PAUSEs, keep the old fixed
- * budget and ride out a preemption or an interrupt) and at most the cap
+ * ping-pong and streams, whose gaps are a few PAUSEs, spin that long and
+ * ride out a preemption or an interrupt) and at most the cap
  * VCH_SPIN_CAP (512, ~12 us); and 0 when the estimate is past 1.5 caps: the
  * gaps are long, spinning would only burn the CPU, so phases 1 and 2 are
  * skipped and the thread sleeps at once. Paced traffic (a value every
@@ -448,7 +448,7 @@ static_assert(VCH_SPIN_PROBE_MAX == 1u << 2, "looks after the second are VCH_SPI
 bool vch__test_park_at_once;
 unsigned vch__spin_budget = VCH_SPIN_CAP;
 unsigned vch__spin_yields = VCH_BLOCK_YIELDS;
-/* Before any gap: the estimate whose bound is VCH_SPIN_MIN (the old budget). */
+/* Before any gap: the estimate whose bound is VCH_SPIN_MIN (the floor). */
 const uint32_t vch__gap_init = (VCH_SPIN_MIN / 2) << VCH_GAP_FRAC;
 
 uint32_t vch__gap_note(uint32_t avg, uint64_t gap_pauses, unsigned cap)

@@ -446,8 +446,8 @@ enum vrt_poll vio_conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *
  * queue only 2 before its multishot stops. Connections whose task is not
  * reading (a client that sends and never reads) then hold at most the half
  * of the ring they took before the squeeze, and can no longer push every
- * other connection of the worker onto the ENOBUFS path (issue 12, review
- * finding 4: 200 such connections held 256 of 256). A reading connection
+ * other connection of the worker onto the ENOBUFS path (without the
+ * shares, 200 such connections held all 256 buffers). A reading connection
  * pays a copy while the squeeze lasts. The copies are charged to the heap
  * budget (vio_set_heap_budget: the server's max_inflight_bytes); a copy
  * that would pass it is not made and the provided buffer is kept, so the
@@ -564,9 +564,9 @@ enum vrt_poll vio_conn_close(struct vio_conn *c, int *res)
 		/* The close waits for the send under way: its end must wake
 		 * us, even a quiet success ([IO6] before the [IO2] below: a
 		 * send that ended first is seen DONE there, one that ends
-		 * after sees QUIET clear and wakes us). A quiet send that
-		 * succeeded after the close asked for its cancel used to
-		 * leave the connection closing for good. */
+		 * after sees QUIET clear and wakes us). Otherwise a quiet
+		 * send that succeeds after the close asked for its cancel
+		 * wakes nobody, and the connection stays closing for good. */
 		vio_conn_tx_quiet(c, false);
 		for (unsigned i = 0; i < 2; i++) {
 			struct vio_op *op = ops[i];

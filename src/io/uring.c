@@ -344,9 +344,9 @@ static unsigned stash_cqes(struct vio_uring_w *uw)
 /*
  * The SQEs the next enter hands to the kernel. A send's connection whose
  * request bytes a reap delivered since its last send gets its rx_tx time
- * (that reap to `now`, issue 20 item 4: how long a response waits on this
- * worker). Returns how many sends are quiet (VIO_OP_QUIET: a keep-alive
- * response whose success wakes nobody).
+ * (that reap to `now`: how long a response waits on this worker).
+ * Returns how many sends are quiet (VIO_OP_QUIET: a keep-alive response
+ * whose success wakes nobody).
  */
 static unsigned sq_scan(struct vio_worker *w, unsigned from, unsigned to, int64_t now)
 {
@@ -928,10 +928,10 @@ static void ur_poll(struct vio_worker *w)
 /*
  * The poll before a park enters the kernel only when it holds completions
  * for us; SQEs alone stay queued, marked due: the park's wait submits them
- * in the enter that sleeps, so a park costs one io_uring_enter, not two
- * (issue 20 item 1). If the worker finds work instead, the flush after its
- * next task poll submits them (so does a park the runtime aborts for work
- * that appeared meanwhile: one task poll later).
+ * in the enter that sleeps, so a park costs one io_uring_enter, not two.
+ * If the worker finds work instead, the flush after its next task poll
+ * submits them (so does a park the runtime aborts for work that appeared
+ * meanwhile: one task poll later).
  */
 static void ur_poll_park(struct vio_worker *w)
 {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * jobs/job.h: the job kinds (healthz, readyz, echo, spin, sleep, hash, gzip)
- * behind one interface, the jobs requests become, and the routing table from
- * path and method to kind. No sockets, no HTTP framing, no global state.
+ * jobs/job.h: the job kinds (healthz, readyz, livez, echo, spin, sleep, hash,
+ * gzip) behind one interface, the jobs requests become, and the routing
+ * table from path and method to kind. No sockets, no HTTP framing, no
+ * global state.
  *
  * A job runs in slices. vjob_new() validates the input and may finish the
  * job at once (healthz, readyz, and every 400: vjob_done() is then true and

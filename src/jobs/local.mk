@@ -1,6 +1,5 @@
 # SPDX-License-Identifier: MIT
 # src/jobs: the job kinds, the registry and routing, and their tests.
-# Included from src/http/local.mk until Makefile.am includes it directly.
 libvolt_a_SOURCES += \
 	src/jobs/abi.c \
 	src/jobs/job.c src/jobs/job.h src/jobs/internal.h \

@@ -89,8 +89,8 @@ static bool allows(const char *allow, const char *method)
 enum vjob_route vjob_route(const char *path, size_t path_len, const char *method,
 			   const struct vjob_kind **kind)
 {
-	/* Seven kinds: a linear scan over lengths first is as fast as any
-	 * table and needs none. */
+	/* A handful of kinds: a linear scan over lengths first is as fast as
+	 * any table and needs none. */
 	for (size_t i = 0; i < N_KINDS; i++) {
 		const char *kp = kinds[i]->path;
 		if (strlen(kp) != path_len || memcmp(kp, path, path_len) != 0)

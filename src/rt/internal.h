@@ -500,7 +500,7 @@ static inline void vrt__park_wait(struct vrt_worker *w, int64_t timeout_ns)
  * for (n >= min, and the backlog outlasts a wake-up)? A woken worker arrives
  * after a futex wake and a context switch (tens of microseconds on a loaded
  * machine); tasks that this worker runs in less time than that would be
- * gone when it arrives (a futile wakeup: issue 13). The estimate is n times
+ * gone when it arrives (a futile wakeup). The estimate is n times
  * the EWMA of this worker's poll time; with no estimate yet, wake. Not
  * waking never strands a task: the owner is awake and runs it, a sleeper
  * parked while this worker was awake wakes within park_timeout, and one

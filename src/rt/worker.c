@@ -207,9 +207,9 @@ static struct vrt_task *flush_yields(struct vrt_worker *w, bool tick)
 			push_ring(w, t, false);
 		}
 	}
-	/* The wake rule, as for any local push (issue 19): a single yielded
-	 * task is this worker's own next task, and waking a sibling for it
-	 * was a futile wake-up per slice (review N2). */
+	/* The wake rule, as for any local push: a single yielded task is
+	 * this worker's own next task, and waking a sibling for it would be
+	 * a futile wake-up per slice. */
 	if (!w->in_io && vrt__should_wake(w, global ? w->yq_len : vrt__wsq_len(&w->q),
 					  VRT_RING_NOTIFY_MIN))
 		vrt__notify_parked(w->rt);
@@ -374,9 +374,10 @@ static struct vrt_task *pull_inject(struct vrt_worker *w)
 		/* The rest of the batch goes to our ring (empty: the batch
 		 * keeps its order, behind only a task the first one puts in
 		 * the LIFO slot), where idle workers can steal it while we
-		 * run a long task; the prefetch buffer is owner-only (issue
-		 * 13, defect 5). With local work queued (the global-interval
-		 * tick) it stays in the buffer, to run before that work.
+		 * run a long task; the prefetch buffer is owner-only, so a
+		 * batch left there waits behind that task. With local work
+		 * queued (the global-interval tick) it stays in the buffer,
+		 * to run before that work.
 		 * No notify: the pushers of these tasks notified already. */
 		for (unsigned i = 1; i < n; i++)
 			push_ring(w, w->prefetch[i], false);

@@ -469,7 +469,8 @@ static enum vrt_poll conn_send(struct vsrv_conn *c, int64_t now, bool *progress)
 
 	if (fresh) {
 		/* The clock now, not the poll's start: the requests of this
-		 * batch may have been parsed after it (D16: /healthz read 0). */
+		 * batch may have been parsed after it, and a response would
+		 * then seem to take no time at all (or less than none). */
 		c->tx_since = c->tx_mark = vb_now_ns();
 		c->tx_acked = VSRV_ACKED_UNSEEN;
 	}

@@ -111,7 +111,9 @@ bool vsrv__conn_timeouts(struct vsrv_conn *c, int64_t now)
 	int64_t rd = read_deadline(c), sd = send_deadline(c), qd = quiet_deadline(c);
 
 	if (qd && now >= qd) {
-		vsrv__tx_to(c, VSRV_TX_LOUD); /* false: it ended already, collected next */
+		/* True when the send has ended already: the state stays
+		 * QUIET and the send is collected at the next step. */
+		vsrv__tx_to(c, VSRV_TX_LOUD);
 		return true;
 	}
 	if (c->probe_at && now >= c->probe_at) {

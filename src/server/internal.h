@@ -390,8 +390,10 @@ static_assert(offsetof(struct vsrv, paused_n) - offsetof(struct vsrv, conns_open
 /* admit.h: the exec tasks' line and the flag every codel dispatch reads. */
 static_assert(VSRV_APART(admit.refusing, admit.interval_end) && VSRV_APART(admit.interval_end, pool_mu),
 	      "codel's state shares a line");
-/* What every request reads stays off the lines others write on the way
- * (scaling-on-paper review, rows 11, 14, 15). */
+/* What every request reads (ws) stays off the lines others write on the
+ * way (the body budget, the pool, the registry, the connection count, the
+ * accept pause, the drain flag): a read of a line another core wrote is a
+ * cache-line transfer per request. */
 static_assert(VSRV_APART(ws, inflight) && VSRV_APART(ws, pool_mu) && VSRV_APART(ws, reg_mu) &&
 	      VSRV_APART(ws, conns_open) && VSRV_APART(ws, paused_n) && VSRV_APART(ws, draining),
 	      "srv->ws shares a line that is written while serving");

@@ -42,7 +42,7 @@ if LINE_AUDIT
 TESTS += tests/integration/test_line_audit.py
 endif
 
-# The fault suite (tests/fault, issue 17): network faults (namespaces, loss,
+# The fault suite (tests/fault): network faults (namespaces, loss,
 # a rate-limited link), client faults (resets, half-closes, cut pipelines),
 # server faults (fd limit, in-flight budget, reload and drain); every byte
 # checked, the books closed after each case. Both backends, every build

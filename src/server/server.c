@@ -374,7 +374,8 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 	srv->inflight_max = cfg->max_inflight_bytes && cfg->max_inflight_bytes < INT64_MAX
 				    ? (int64_t)cfg->max_inflight_bytes : INT64_MAX;
 	/* Received bytes io keeps on the heap for connections that do not
-	 * read count against the same budget as bodies (issue 17). */
+	 * read count against the same budget as bodies, so clients that send
+	 * and never read cannot grow the heap past max_inflight_bytes. */
 	vio_set_heap_budget(io, &srv->inflight, srv->inflight_max);
 	atomic_init(&srv->conns_open, 0);
 	atomic_init(&srv->conns_alive, 0);

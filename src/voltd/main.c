@@ -515,7 +515,7 @@ static int srv_start(const struct vcfg *cfg, const struct vd_inherited *inh, str
 	return 0;
 }
 
-/* Rung 3b: bind the control socket (served from rung 7). */
+/* Rung 3c: bind the control socket (served from the end of rung 7). */
 static int ctl_open(const struct vcfg *cfg, int inherited_fd, struct vctl **ctl)
 {
 	struct vctl_config cc;
@@ -531,7 +531,7 @@ static int ctl_open(const struct vcfg *cfg, int inherited_fd, struct vctl **ctl)
 	return 0;
 }
 
-/* Rung 7: serve the control socket from its own thread. */
+/* Rung 7, its last step: serve the control socket from its own thread. */
 static int ctl_start(struct vctl *ctl, struct vd_ctl *dctl, const char *inherited, struct vio *io, struct vrt *rt,
 		     struct vsrv *srv)
 {
@@ -627,7 +627,9 @@ int main(int argc, char **argv)
 	/* Rung 3c: the control socket, before anything listens: a second
 	 * voltd on the same socket stops here. */
 	vd_ctl_init(&dctl, &cfg, reload_load, &opts);
-	/* `config` shows the sockets really used (D11). */
+	/* `config` shows the sockets really used: under socket activation
+	 * the inherited ones, not the file's server.listen and
+	 * control.socket. */
 	if (inh.n_http)
 		vd_ctl_inherited(&dctl, "server.listen", inh.http_names);
 	if (inh.control >= 0)
