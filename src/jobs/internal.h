@@ -19,8 +19,6 @@ struct vjob {
 	bool body_owned;   /* res.body was malloc'd for this job */
 	bool in_mem;       /* made in the caller's memory (vjob_new_at): not freed */
 	bool fini_done;
-	bool ready;        /* from the input */
-	bool alive;        /* from the input */
 	uint32_t slices;
 	int64_t wake_ns;   /* set by a kind before it returns VJOB_SLEEP */
 	const char *query; /* copy, inside this allocation, NUL-terminated */

@@ -106,8 +106,6 @@ int vjob_new_at(void *mem, size_t size, const struct vjob_kind *kind,
 	job->in_body = in->body;
 	job->in_len = in->body_len;
 	in->body = NULL;
-	job->ready = in->ready;
-	job->alive = in->alive;
 
 	int rc = kind->start(job, cfg);
 	if (rc < 0)

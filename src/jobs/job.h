@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * jobs/job.h: the job kinds (healthz, readyz, livez, echo, spin, sleep, hash,
- * gzip) behind one interface, the jobs requests become, and the routing
- * table from path and method to kind. No sockets, no HTTP framing, no
- * global state.
+ * jobs/job.h: the job kinds (echo, spin, sleep, hash, gzip) behind one
+ * interface, the jobs requests become, and the routing table from
+ * path and method to kind. No sockets, no HTTP framing, no global state.
  *
  * A job runs in slices. vjob_new() validates the input and may finish the
- * job at once (healthz, readyz, and every 400: vjob_done() is then true and
+ * job at once (every 400: vjob_done() is then true and
  * the parse stage can answer without queueing). Otherwise the exec stage
  * calls vjob_step() with a deadline about [jobs] slice_us away; the kind does
  * a bounded amount of work and returns
@@ -65,9 +64,6 @@ struct vjob_kind {
 	const char *name;   /* "spin" */
 	const char *path;   /* "/v1/spin" */
 	const char *allow;  /* the methods, as an Allow value: "GET, HEAD" */
-	/* The job reads vjob_input.ready: the server computes it for these
-	 * kinds only (it reads the jobs channel's two busiest lines). */
-	bool reads_ready;
 	size_t state_size;  /* private: per-job state, zeroed by vjob_new */
 	/* private: validate, set up; VJOB_DONE when finished already. */
 	int (*start)(struct vjob *job, const struct vjob_config *cfg);
@@ -86,9 +82,6 @@ struct vjob_input {
 	size_t query_len;
 	uint8_t *body;      /* malloc'd body: ownership moves to the job, */
 	size_t body_len;    /* even when vjob_new fails */
-	bool ready;         /* readyz: the server is ready to take jobs (set only
-	                     * for kinds with reads_ready; false otherwise) */
-	bool alive;         /* livez: no worker stalled past the fail threshold */
 };
 
 /* The answer; fields public, read-only, valid until vjob_free. */

@@ -4,9 +4,6 @@ libvolt_a_SOURCES += \
 	src/jobs/abi.c \
 	src/jobs/job.c src/jobs/job.h src/jobs/internal.h \
 	src/jobs/registry.c \
-	src/jobs/kind_healthz.c \
-	src/jobs/kind_readyz.c \
-	src/jobs/kind_livez.c \
 	src/jobs/kind_echo.c \
 	src/jobs/kind_spin.c \
 	src/jobs/kind_sleep.c \

@@ -7,9 +7,6 @@
 
 #include <string.h>
 
-extern const struct vjob_kind vjob_kind_healthz;
-extern const struct vjob_kind vjob_kind_readyz;
-extern const struct vjob_kind vjob_kind_livez;
 extern const struct vjob_kind vjob_kind_echo;
 extern const struct vjob_kind vjob_kind_spin;
 extern const struct vjob_kind vjob_kind_sleep;
@@ -22,9 +19,6 @@ extern const struct vjob_kind vjob_kind_stall;
 
 /* The order is the kinds' index (statistics arrays): append new kinds. */
 static const struct vjob_kind *const kinds[] = {
-	&vjob_kind_healthz,
-	&vjob_kind_readyz,
-	&vjob_kind_livez,
 	&vjob_kind_echo,
 	&vjob_kind_spin,
 	&vjob_kind_sleep,

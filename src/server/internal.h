@@ -97,7 +97,8 @@ struct vsrv_depot {
  */
 struct vsrv_wstats {
 	_Atomic uint64_t c[VSRV_C_COUNT];
-	/* per kind (index vjob_kind_index, last = "other"): latency */
+	/* per statistics row (the server's routes, the job kinds, "other";
+	 * see enum vsrv_route): latency */
 	struct vb_hist *lat; /* [n_kinds], written by this block's worker only */
 	/* Spares for the next requests on this block's worker, used by
 	 * that worker only (never the last block); memory.c. */
@@ -327,7 +328,7 @@ struct vsrv {
 	struct vhttp_limits limits;
 	struct vjob_config jcfg;
 	unsigned nworkers;
-	unsigned n_kinds;          /* vjob kinds + 1 ("other") */
+	unsigned n_kinds;          /* statistics rows: routes + vjob kinds + "other" */
 	unsigned kind_other;
 
 	struct vio_listener *listeners[VSRV_MAX_LISTEN];
@@ -535,6 +536,8 @@ void vsrv__respond_job(struct vsrv_conn *c, struct vsrv_job *job);
  * with its Allow, shed 503 with Retry-After). */
 void vsrv__respond_status(struct vsrv_conn *c, const struct vsrv_reply_to *to, int status,
 			  const char *allow);
+/* Answer `to` with a status and this text/plain body (a server route). */
+void vsrv__respond_text(struct vsrv_conn *c, const struct vsrv_reply_to *to, int status, const char *text);
 
 /* conn.c */
 extern const struct vrt_task_vtable vsrv__conn_vt;
@@ -574,6 +577,11 @@ void vsrv__conn_closed(struct vsrv *srv);
 void vsrv__reg_add(struct vsrv *srv, struct vsrv_conn *c);
 void vsrv__reg_del(struct vsrv *srv, struct vsrv_conn *c);
 
+/* request.c: the server's own routes, answered by the connection without a
+ * job; the first rows of the per-kind statistics (index = the route), the
+ * job kinds' rows follow (VSRV_ROUTES + vjob_kind_index), then "other". */
+enum vsrv_route { VSRV_ROUTE_HEALTHZ, VSRV_ROUTE_READYZ, VSRV_ROUTE_LIVEZ, VSRV_ROUTES };
+const char *vsrv__route_name(unsigned r);
 /* request.c: a parsed request (req owned) is answered at once or becomes
  * a job on `jobs`; true when the job waits for room (left in c->pending). */
 bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now);

@@ -4,7 +4,7 @@
  * sendv of consecutive responses, heads and bodies as iovecs, answers the
  * server makes itself copied into the batch's own buffer), its collection
  * in request order from the reorder slots, the answers of the parse
- * stage (/healthz, errors, 408, shed 503), and the access log (log.access:
+ * stage (the server's routes, errors, 408, shed 503), and the access log (log.access:
  * a line per response once its batch went out).
  *
  * Threading: everything here runs in the connection's task (task-private
@@ -213,12 +213,12 @@ void vsrv__reply_init(struct vsrv *srv, struct vhttp_response *r, const struct v
 /*
  * Answer `to` from the parse stage. With job (owned, `to` its own; its vjob
  * finished) the answer is the vjob's result; without, r's status with a
- * short text body. Straight into the batch when it is next in order and
+ * short text body (text, or "<status> <reason>\n" when NULL). Straight into the batch when it is next in order and
  * fits (the job is freed), otherwise through a job in the request's slot,
  * collected in turn.
  */
 static void respond(struct vsrv_conn *c, const struct vsrv_reply_to *to, struct vhttp_response *r,
-		    struct vsrv_job *job)
+		    struct vsrv_job *job, const char *text)
 {
 	struct vsrv *srv = c->srv;
 	const struct vjob_result *res = job ? vjob_result(job->vj) : NULL;
@@ -233,7 +233,7 @@ static void respond(struct vsrv_conn *c, const struct vsrv_reply_to *to, struct 
 		char *dst = c->out->buf + c->out->buf_len;
 		size_t room = VSRV_OBUF - c->out->buf_len;
 
-		n = res ? vhttp_response_head(r, dst, room) : vhttp_response_text(r, NULL, dst, room);
+		n = res ? vhttp_response_head(r, dst, room) : vhttp_response_text(r, text, dst, room);
 		if (n >= 0 && res && !to->head_only) {
 			if (room - (size_t)n >= res->body_len) {
 				memcpy(dst + n, res->body, res->body_len);
@@ -267,7 +267,7 @@ static void respond(struct vsrv_conn *c, const struct vsrv_reply_to *to, struct 
 			job->body_len = res->body_len;
 		}
 	} else {
-		n = vhttp_response_text(r, NULL, job->head, sizeof(job->head));
+		n = vhttp_response_text(r, text, job->head, sizeof(job->head));
 		if (n >= 0 && to->head_only)
 			n = strip_body(job->head, n);
 	}
@@ -283,7 +283,7 @@ void vsrv__respond_job(struct vsrv_conn *c, struct vsrv_job *job)
 	struct vhttp_response r;
 
 	vsrv__reply_init(c->srv, &r, &job->to, 200);
-	respond(c, &job->to, &r, job);
+	respond(c, &job->to, &r, job, NULL);
 }
 
 void vsrv__respond_status(struct vsrv_conn *c, const struct vsrv_reply_to *to, int status,
@@ -296,7 +296,15 @@ void vsrv__respond_status(struct vsrv_conn *c, const struct vsrv_reply_to *to, i
 	r.allow = allow;
 	if (status == 503 && retry_after_s)
 		r.retry_after_s = (int)retry_after_s;
-	respond(c, to, &r, NULL);
+	respond(c, to, &r, NULL, NULL);
+}
+
+void vsrv__respond_text(struct vsrv_conn *c, const struct vsrv_reply_to *to, int status, const char *text)
+{
+	struct vhttp_response r;
+
+	vsrv__reply_init(c->srv, &r, to, status);
+	respond(c, to, &r, NULL, text);
 }
 
 /* An answer to a request that never parsed whole (an error, 408): it

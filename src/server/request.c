@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * server/request.c: what a parsed request becomes (doc/server.md,
- * route and queue): routed to a job kind, answered at once by the
- * connection when the server or the kind decides at once (404, 405,
- * /healthz, every 400 a kind finds), otherwise a job carrying the
+ * route and queue): the server's own routes (/healthz, /readyz, /livez)
+ * answered by the connection without a job; anything else routed to a job
+ * kind, answered at once by the connection when the server or the kind
+ * decides at once (404, 405, every 400 a kind finds), otherwise a job carrying the
  * request's struct vsrv_reply_to, offered to `jobs` (on_full = wait: left
  * in c->pending until there is room; shed: 503 with Retry-After; codel: as
  * shed, and 503 while the jobs' wait stands above its target, admit.c).
@@ -13,6 +14,27 @@
  */
 #include "config.h"
 #include "server/internal.h"
+
+#include <string.h>
+
+/* The server's own routes, in the order of enum vsrv_route: GET and HEAD
+ * only, answered by the connection (output.c) as soon as parsed, never
+ * queued: a probe must not wait behind the queue it reports on. No job
+ * kind may claim their paths (the jobs layer refuses it). */
+static const struct {
+	const char *path;
+	size_t len;
+	const char *name;
+} routes[VSRV_ROUTES] = {
+	[VSRV_ROUTE_HEALTHZ] = { "/healthz", 8, "healthz" },
+	[VSRV_ROUTE_READYZ] = { "/readyz", 7, "readyz" },
+	[VSRV_ROUTE_LIVEZ] = { "/livez", 6, "livez" },
+};
+
+const char *vsrv__route_name(unsigned r)
+{
+	return r < VSRV_ROUTES ? routes[r].name : NULL;
+}
 
 static bool ready_for_jobs(struct vsrv *srv)
 {
@@ -77,6 +99,49 @@ static bool dispatch(struct vsrv_conn *c, struct vsrv_job *job)
 	return false;
 }
 
+/* The server route of a path, or -1. */
+static int own_route(const char *path, size_t len)
+{
+	for (unsigned r = 0; r < VSRV_ROUTES; r++)
+		if (routes[r].len == len && memcmp(routes[r].path, path, len) == 0)
+			return (int)r;
+	return -1;
+}
+
+/* Answer a server route: /healthz "ok"; /readyz 503 while not ready for
+ * jobs (jobs channel at least 90 % full, drained, or stopping); /livez 503
+ * while a worker is stalled past the daemon's fail threshold. */
+static void answer_route(struct vsrv_conn *c, const struct vhttp_request *req,
+			 const struct vsrv_reply_to *to, unsigned r)
+{
+	struct vsrv *srv = c->srv;
+
+	if (req->method != VHTTP_M_GET && req->method != VHTTP_M_HEAD) {
+		vsrv__respond_status(c, to, 405, "GET, HEAD");
+		return;
+	}
+	switch (r) {
+	case VSRV_ROUTE_HEALTHZ:
+		vsrv__respond_text(c, to, 200, "ok\n");
+		break;
+	case VSRV_ROUTE_READYZ:
+		/* Only /readyz reads the jobs channel's length, which reads its
+		 * head and tail lines, written by every send and receive. */
+		if (ready_for_jobs(srv))
+			vsrv__respond_text(c, to, 200, "ready\n");
+		else
+			vsrv__respond_text(c, to, 503, "not ready\n");
+		break;
+	case VSRV_ROUTE_LIVEZ:
+		/* Relaxed: a status bit set by the daemon's stall check. */
+		if (atomic_load_explicit(&srv->alive, memory_order_relaxed))
+			vsrv__respond_text(c, to, 200, "alive\n");
+		else
+			vsrv__respond_text(c, to, 503, "stalled\n");
+		break;
+	}
+}
+
 bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 {
 	struct vsrv *srv = c->srv;
@@ -94,18 +159,24 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 
 	VSRV_INC(srv, requests);
 	vsrv__access_note(c, to.seq, req->method_name, req->target, req->target_len);
+	int r = own_route(req->path, req->path_len);
+	if (r >= 0) {
+		to.kind = (uint8_t)r;
+		answer_route(c, req, &to, (unsigned)r);
+		goto out;
+	}
 	switch (vjob_route(req->path, req->path_len, req->method_name, &kind)) {
 	case VJOB_ROUTE_NOT_FOUND:
 		vsrv__respond_status(c, &to, 404, NULL);
 		goto out;
 	case VJOB_ROUTE_BAD_METHOD:
-		to.kind = (uint8_t)vjob_kind_index(kind);
+		to.kind = (uint8_t)(VSRV_ROUTES + vjob_kind_index(kind));
 		vsrv__respond_status(c, &to, 405, kind->allow);
 		goto out;
 	case VJOB_ROUTE_OK:
 		break;
 	}
-	to.kind = (uint8_t)vjob_kind_index(kind);
+	to.kind = (uint8_t)(VSRV_ROUTES + vjob_kind_index(kind));
 	/* The job first: its vjob is made inside it (vj_mem). */
 	job = vsrv__job_new(srv, &to);
 	if (!job) {
@@ -115,11 +186,6 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 	struct vjob_input in = {
 		.query = req->query,
 		.query_len = req->query_len,
-		/* Only /readyz asks: the jobs channel's length reads its head
-		 * and tail lines, which every send and receive writes. */
-		.ready = kind->reads_ready && ready_for_jobs(srv),
-		/* Relaxed: a status bit set by the daemon's stall check. */
-		.alive = atomic_load_explicit(&srv->alive, memory_order_relaxed),
 	};
 	in.body = vhttp_request_take_body(req, &in.body_len);
 	size_t body_len = in.body_len;

@@ -392,7 +392,7 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 	srv->jcfg.slice_us = cfg->slice_us;
 
 	srv->nworkers = vrt_stats_snapshot(rt, &rst, NULL, 0);
-	srv->kind_other = (unsigned)vjob_kind_count();
+	srv->kind_other = VSRV_ROUTES + (unsigned)vjob_kind_count();
 	srv->n_kinds = srv->kind_other + 1;
 	VB_BUG_ON(srv->n_kinds > VSRV_KINDS_MAX);
 
@@ -762,7 +762,8 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 	for (unsigned k = 0; k < srv->n_kinds; k++) {
 		struct vsrv_kind_stats *ks = &out->kinds[k];
 
-		ks->name = k == srv->kind_other ? "other" : vjob_kind_at(k)->name;
+		ks->name = k < VSRV_ROUTES ? vsrv__route_name(k)
+			   : k == srv->kind_other ? "other" : vjob_kind_at(k - VSRV_ROUTES)->name;
 		for (unsigned w = 0; w <= srv->nworkers; w++) {
 			if (!tmp) {
 				vb_hist_snapshot(&srv->ws[w].lat[k], &ks->lat);

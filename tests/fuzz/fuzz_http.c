@@ -3,9 +3,10 @@
  * tests/fuzz/fuzz_http.c: libFuzzer harness for the request path below the
  * sockets: arbitrary bytes through http/parser, then what the server's
  * per-request code (server/request.c vsrv__request, server/output.c) does with
- * each event, through the same public calls: routing (404, 405 with Allow),
- * query parsing, the job (created with the server's live limits and its
- * ready/alive flags, stepped slice by slice), the response head (inline
+ * each event, through the same public calls: the server's own routes
+ * (/healthz, /readyz and /livez with the server's ready/alive flags),
+ * routing (404, 405 with Allow), query parsing, the job (created with the
+ * server's live limits, stepped slice by slice), the response head (inline
  * text answers, HEAD without body, 503 with Retry-After, 100 Continue) and
  * the error answers of the parser. vsrv__request itself needs a connection
  * task on a running worker: not reachable without sockets.
@@ -138,7 +139,8 @@ static void check_answer(const char *buf, int n, int status, bool close, bool wi
 
 /* server/output.c: an answer the server makes itself (404, 405, 503):
  * head and text body, the body left out for HEAD. */
-static void answer_status(const struct vhttp_request *r, int status, const char *allow, int retry_after_s)
+static void answer_text(const struct vhttp_request *r, int status, const char *text, const char *allow,
+			int retry_after_s)
 {
 	struct vhttp_response resp;
 	char buf[VHTTP_HEAD_MAX + 64];
@@ -150,7 +152,7 @@ static void answer_status(const struct vhttp_request *r, int status, const char 
 	resp.allow = allow;
 	if (status == 503)
 		resp.retry_after_s = retry_after_s;
-	int n = vhttp_response_text(&resp, NULL, buf, sizeof(buf));
+	int n = vhttp_response_text(&resp, text, buf, sizeof(buf));
 	CHECK(n > 0);
 	/* HEAD: the server strips the text body, Content-Length stays. */
 	const char *end = memmem(buf, (size_t)n, "\r\n\r\n", 4);
@@ -158,6 +160,33 @@ static void answer_status(const struct vhttp_request *r, int status, const char 
 	check_answer(buf, n, status, resp.close, !head_only, (uint64_t)(buf + n - (end + 4)));
 	if (allow)
 		CHECK(memmem(buf, (size_t)n, allow, strlen(allow)) != NULL);
+}
+
+static void answer_status(const struct vhttp_request *r, int status, const char *allow, int retry_after_s)
+{
+	answer_text(r, status, NULL, allow, retry_after_s);
+}
+
+/* server/request.c's own routes: true when the path is one (answered). */
+static bool serve_route(const struct vhttp_request *r, bool ready, bool alive)
+{
+	static const char *const paths[] = { "/healthz", "/readyz", "/livez" };
+	size_t i;
+
+	for (i = 0; i < 3; i++)
+		if (strlen(paths[i]) == r->path_len && memcmp(paths[i], r->path, r->path_len) == 0)
+			break;
+	if (i == 3)
+		return false;
+	if (r->method != VHTTP_M_GET && r->method != VHTTP_M_HEAD)
+		answer_status(r, 405, "GET, HEAD", 0);
+	else if (i == 0)
+		answer_text(r, 200, "ok\n", NULL, 0);
+	else if (i == 1)
+		answer_text(r, ready ? 200 : 503, ready ? "ready\n" : "not ready\n", NULL, 0);
+	else
+		answer_text(r, alive ? 200 : 503, alive ? "alive\n" : "stalled\n", NULL, 0);
+	return true;
 }
 
 /* Route, run the job like the stages would, encode the answer. */
@@ -170,6 +199,8 @@ static void serve(struct vhttp_request *r, bool ready, bool alive)
 	const struct vjob_kind *kind = NULL;
 	struct vhttp_response resp;
 	char head[VHTTP_HEAD_MAX + 64];
+	if (serve_route(r, ready, alive))
+		return;
 	enum vjob_route rt = vjob_route(r->path, r->path_len, r->method_name, &kind);
 	if (rt == VJOB_ROUTE_NOT_FOUND) {
 		answer_status(r, 404, NULL, 0);
@@ -187,7 +218,7 @@ static void serve(struct vhttp_request *r, bool ready, bool alive)
 	cfg.spin_max_n = 100000; /* keep an input's work small */
 	cfg.sleep_max_ms = 1000;
 	struct vjob_input in = {
-		.query = r->query, .query_len = r->query_len, .ready = ready, .alive = alive,
+		.query = r->query, .query_len = r->query_len,
 	};
 	in.body = vhttp_request_take_body(r, &in.body_len);
 	struct vjob *job;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_jobs.c: jobs: registry and routing (404/405), and each
- * kind: healthz, readyz, echo, spin (the reference values), sleep (never
+ * kind: echo, spin (the reference values), sleep (never
  * blocks; wakes after the time), hash (published vectors), gzip (round trip
  * through zlib's inflate), with slicing forced by deadlines in the past.
  * Single-threaded.
@@ -37,7 +37,7 @@ static struct vjob *mk(const char *kind, const char *query, const void *body, si
 {
 	const struct vjob_kind *k = vjob_kind_by_name(kind);
 	assert_non_null(k);
-	struct vjob_input in = { .query = query, .query_len = strlen(query), .ready = true };
+	struct vjob_input in = { .query = query, .query_len = strlen(query) };
 	if (body) {
 		in.body = malloc(blen ? blen : 1);
 		memcpy(in.body, body, blen);
@@ -90,9 +90,8 @@ static void expect_400(const char *kind, const char *query, const struct vjob_co
 static void test_registry(void **state)
 {
 	(void)state;
-	static const char *const names[] = { "healthz", "readyz", "livez", "echo", "spin",
-					     "sleep",   "hash",   "gzip" };
-	assert_int_equal(vjob_kind_count(), 8);
+	static const char *const names[] = { "echo", "spin", "sleep", "hash", "gzip" };
+	assert_int_equal(vjob_kind_count(), 5);
 	for (size_t i = 0; i < vjob_kind_count(); i++) {
 		const struct vjob_kind *k = vjob_kind_at(i);
 		assert_non_null(k);
@@ -101,7 +100,7 @@ static void test_registry(void **state)
 		assert_ptr_equal(vjob_kind_by_name(k->name), k);
 		assert_true(k->path[0] == '/');
 	}
-	assert_null(vjob_kind_at(8));
+	assert_null(vjob_kind_at(5));
 	assert_null(vjob_kind_by_name("nope"));
 	struct vjob_kind other = *vjob_kind_at(0);
 	assert_int_equal(vjob_kind_index(&other), -1);
@@ -115,10 +114,10 @@ static void test_routing(void **state)
 		enum vjob_route rc;
 		const char *kind;
 	} cases[] = {
-		{ "/healthz", "GET", VJOB_ROUTE_OK, "healthz" },
-		{ "/healthz", "HEAD", VJOB_ROUTE_OK, "healthz" },
-		{ "/healthz", "POST", VJOB_ROUTE_BAD_METHOD, "healthz" },
-		{ "/readyz", "GET", VJOB_ROUTE_OK, "readyz" },
+		/* the server's own routes: no kind */
+		{ "/healthz", "GET", VJOB_ROUTE_NOT_FOUND, NULL },
+		{ "/readyz", "GET", VJOB_ROUTE_NOT_FOUND, NULL },
+		{ "/livez", "HEAD", VJOB_ROUTE_NOT_FOUND, NULL },
 		{ "/v1/echo", "POST", VJOB_ROUTE_OK, "echo" },
 		{ "/v1/echo", "GET", VJOB_ROUTE_BAD_METHOD, "echo" },
 		{ "/v1/spin", "GET", VJOB_ROUTE_OK, "spin" },
@@ -149,47 +148,15 @@ static void test_routing(void **state)
 	}
 	/* the path is bounded by its length, not a NUL */
 	const struct vjob_kind *k;
-	assert_int_equal(vjob_route("/healthz?x", 8, "GET", &k), VJOB_ROUTE_OK);
+	assert_int_equal(vjob_route("/v1/spin?x", 8, "GET", &k), VJOB_ROUTE_OK);
 	/* 405 carries the Allow value */
 	assert_int_equal(vjob_route("/v1/echo", 8, "GET", &k), VJOB_ROUTE_BAD_METHOD);
 	assert_string_equal(k->allow, "POST");
-	assert_int_equal(vjob_route("/healthz", 8, "DELETE", &k), VJOB_ROUTE_BAD_METHOD);
-	assert_string_equal(k->allow, "GET, HEAD");
+	assert_int_equal(vjob_route("/v1/sleep", 9, "DELETE", &k), VJOB_ROUTE_BAD_METHOD);
+	assert_string_equal(k->allow, "GET");
 }
 
 /* --------------------------------------------------------------- kinds */
-
-static void test_healthz_and_readyz_finish_at_once(void **state)
-{
-	(void)state;
-	struct vjob_config c = cfg();
-	struct vjob *j = mk("healthz", "", NULL, 0, &c);
-	assert_true(vjob_done(j));
-	expect_text(vjob_result(j), 200, "ok\n");
-	vjob_free(j);
-
-	j = mk("readyz", "", NULL, 0, &c);
-	assert_true(vjob_done(j));
-	expect_text(vjob_result(j), 200, "ready\n");
-	vjob_free(j);
-
-	struct vjob_input in = { .ready = false };
-	assert_int_equal(vjob_new(vjob_kind_by_name("readyz"), &c, &in, &j), 0);
-	assert_true(vjob_done(j));
-	expect_text(vjob_result(j), 503, "not ready\n");
-	vjob_free(j);
-
-	in = (struct vjob_input){ .alive = true };
-	assert_int_equal(vjob_new(vjob_kind_by_name("livez"), &c, &in, &j), 0);
-	assert_true(vjob_done(j));
-	expect_text(vjob_result(j), 200, "alive\n");
-	vjob_free(j);
-	in = (struct vjob_input){ .alive = false, .ready = true };
-	assert_int_equal(vjob_new(vjob_kind_by_name("livez"), &c, &in, &j), 0);
-	assert_true(vjob_done(j));
-	expect_text(vjob_result(j), 503, "stalled\n");
-	vjob_free(j);
-}
 
 static void test_echo(void **state)
 {
@@ -607,7 +574,6 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_registry),
 		cmocka_unit_test(test_routing),
-		cmocka_unit_test(test_healthz_and_readyz_finish_at_once),
 		cmocka_unit_test(test_echo),
 		cmocka_unit_test(test_spin_reference_values),
 		cmocka_unit_test(test_job_in_callers_memory),
