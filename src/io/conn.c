@@ -26,7 +26,8 @@
  * holds a reference on the socket, so it is cleared on c->fx_w, and only
  * there, before fd is closed (vio__conn_close_fd, vio_conn_close): from
  * another thread through c->fx_w's mailbox ([IM1]/[IM2] in op.c carry the
- * request), which then closes fd itself. A completing owner reads c->fx_w
+ * request), which then closes fd itself; the poster shuts the socket down
+ * first, so the peer sees the end at once. A completing owner reads c->fx_w
  * in vio__conn_detached_done after its [IO1] saw the task's [IO4]
  * (DETACHED): that pair carries the task's write.
  * Per-connection atomics share cache lines on purpose: they are contended
@@ -97,6 +98,16 @@ void vio__fx_post_close(struct vio_worker *w, int fd)
 {
 	struct vio_req *r = &w->fx_reqs[fd];
 
+	/* The peer must not wait for w: w runs its mailbox only between
+	 * polls, so behind one long poll the socket would stay open (the
+	 * slot holds it) and the peer see its EOF only when that poll ends.
+	 * Shutting both directions now sends the FIN (and, as a close
+	 * would, answers later data with a reset); the descriptor and the
+	 * socket's memory stay until w clears the slot and closes fd.
+	 * Nothing is in flight on fd any more (the callers waited for
+	 * that); a socket the peer reset already fails with ENOTCONN,
+	 * which changes nothing. */
+	(void)shutdown(fd, SHUT_RDWR);
 	/* Ours until the handler runs: slot fd is installed once at a time,
 	 * and w frees it only by closing fd. Published by [IM1]. */
 	r->type = VIO_REQ_FX_CLOSE;

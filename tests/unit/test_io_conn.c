@@ -9,7 +9,9 @@
  * does), half-close, reset, close with a receive pending, a reader that
  * stalls while the peer floods it (multishot throttle), a task spawned
  * behind a long poll by a reader its driver woke is stolen by the sibling
- * that slept with no bound (the owed wake-up). Run once per backend.
+ * that slept with no bound (the owed wake-up), a close on another worker
+ * than the one whose registered-file table holds the descriptor reaches the
+ * peer while that worker is inside one long poll. Run once per backend.
  */
 #include "config.h"
 
@@ -1486,8 +1488,8 @@ static void test_fixed_files_off(void **state)
  * A connection whose task leaves the worker of its first operation (the
  * worker whose table holds its descriptor) still works: it echoes twice,
  * the second time on another worker, whose receive and send use the
- * regular descriptor; then it ends there (close, or abandon), and the first
- * worker clears the slot and closes the socket for it: the peer sees EOF.
+ * regular descriptor; then it ends there (close, or abandon): the peer sees
+ * EOF, and the first worker clears the slot and closes the socket for it.
  * Plain receives, so that nothing stays in flight on the first worker and
  * the end runs on the other one.
  */
@@ -1567,7 +1569,14 @@ static void fixed_steal(bool fixed, bool abandon)
 	assert_int_equal(atomic_load_explicit(&t->moved, memory_order_relaxed), 2);
 	fw = t->first_w;
 	assert_true(fw == 0 || fw == 1);
-	fixed_stats(&h, st);
+	/* The closer shut the socket down, so the EOF may come before the
+	 * first worker ran its mailbox: wait for that (a hang guard). */
+	for (int64_t t0 = vb_now_ns();; usleep(1000)) {
+		fixed_stats(&h, st);
+		if (!on || st[fw].fixed_remote_closes != 0)
+			break;
+		assert_true(vb_now_ns() - t0 < 20000 * MS);
+	}
 	fprintf(stderr, "# first worker %d: fixed_installs %" PRIu64 " %" PRIu64
 		", fixed_ops %" PRIu64 " %" PRIu64 ", fixed_remote_closes %" PRIu64 " %" PRIu64 "\n",
 		fw, st[0].fixed_installs, st[1].fixed_installs, st[0].fixed_ops, st[1].fixed_ops,
@@ -1609,6 +1618,145 @@ static void test_fixed_files_off_stolen(void **state)
 	fixed_steal(false, false);
 }
 
+/*
+ * A close (or abandon) on another worker while the worker whose table
+ * holds the descriptor is inside one long poll: the peer sees EOF during
+ * that poll, not when it ends. The owner runs its mailbox (which clears
+ * the slot and closes the descriptor) only between polls; the socket is
+ * shut down by the closer. The hog holds the owner until the test
+ * releases it, for longer than the test waits for EOF (a hang guard, not
+ * a bound): the order is what is asserted. Plain receives, so nothing
+ * stays in flight on the owner. Both backends (libev and fixed files off
+ * close at once anyway).
+ */
+#define HOG_GUARD_NS (30000 * MS)
+#define EOF_GUARD_MS 20000
+static _Atomic int hog_running, hog_release, hog_done;
+
+static enum vrt_poll hog_poll(struct ioh_task *self)
+{
+	int64_t t0 = vb_now_ns();
+
+	(void)self;
+	/* release: pairs with the closer's acquire load below. */
+	atomic_store_explicit(&hog_running, 1, memory_order_release);
+	while (!atomic_load_explicit(&hog_release, memory_order_relaxed) &&
+	       vb_now_ns() - t0 < HOG_GUARD_NS)
+		usleep(200);
+	/* relaxed: read by the test thread as a flag, nothing published. */
+	atomic_store_explicit(&hog_done, 1, memory_order_relaxed);
+	return VRT_READY;
+}
+
+static enum vrt_poll close_behind_hog_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	struct ioh_task *hog;
+	enum vrt_poll p;
+	int64_t t0;
+
+	for (;;) {
+		switch (t->step) {
+		case 0: /* the receive installs the descriptor on this worker */
+			if (t->first_w < 0)
+				t->first_w = vrt_worker_id();
+			p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
+			if (p != VRT_READY)
+				return p;
+			TASK_CHECK(t->res > 0);
+			t->step = 1;
+			break;
+		case 1: /* the hog into this worker's LIFO slot, us to its ring */
+			hog = ioh_task_new(sizeof(*hog), hog_poll, NULL);
+			TASK_CHECK(vrt_spawn_detached(vrt_current_rt(), &hog->t) == 0);
+			t->step = 2;
+			vrt_task_wake(&self->t);
+			return VRT_PENDING;
+		default: /* stolen: end here while the hog holds the owner */
+			if (vrt_worker_id() == t->first_w) {
+				vrt_task_wake(&self->t); /* the hog first */
+				return VRT_PENDING;
+			}
+			t0 = vb_now_ns();
+			/* acquire: pairs with the hog's release store. */
+			while (!atomic_load_explicit(&hog_running, memory_order_acquire))
+				TASK_CHECK(vb_now_ns() - t0 < HOG_GUARD_NS);
+			if (t->abandon) {
+				vio_conn_abandon(&t->c);
+				return VRT_READY;
+			}
+			return vio_conn_close(&t->c, &t->close_res);
+		}
+	}
+}
+
+static void close_behind_hog(bool abandon)
+{
+	struct vio_config c = fixed_cfg(true, false);
+	struct vio_worker_stats st[2];
+	struct ioh h;
+	int fds[2], fw, during;
+	int64_t t0, t1;
+	ssize_t eof;
+	struct ct *t;
+	bool on;
+
+	atomic_store(&hog_running, 0);
+	atomic_store(&hog_release, 0);
+	atomic_store(&hog_done, 0);
+	ioh_start(&h, 2, &c, NULL);
+	on = fixed_in_use(&h, true);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	t = ct_new(close_behind_hog_poll, fds[0]);
+	t->first_w = -1;
+	t->abandon = abandon;
+	ioh_spawn(&h, &t->base, true);
+	assert_int_equal(send(fds[1], "x", 1, 0), 1);
+	ct_join(t);
+	t0 = vb_now_ns();
+	eof = drain_to_eof(fds[1], EOF_GUARD_MS);
+	t1 = vb_now_ns();
+	/* relaxed: a flag; the hog ends only when released or after the
+	 * guard, which is longer than the EOF wait. */
+	during = !atomic_load_explicit(&hog_done, memory_order_relaxed);
+	fw = t->first_w;
+	assert_true(fw == 0 || fw == 1);
+	fixed_stats(&h, st);
+	atomic_store(&hog_release, 1);
+	print_message("# EOF %zd after %.3f ms, the owner's poll still running: %d; "
+		      "fixed_remote_closes on the owner then %" PRIu64 "\n",
+		      eof, (double)(t1 - t0) / 1e6, during, st[fw].fixed_remote_closes);
+	print_message("bound: test_io_conn remote_close_eof_ms %.3f < 1\n",
+		      (double)(t1 - t0) / 1e6);
+	assert_int_equal(eof, 0);
+	assert_true(during);
+	if (!abandon)
+		assert_int_equal(t->close_res, 0);
+	/* The owner had not run its mailbox: the EOF came from the closer. */
+	assert_int_equal(st[fw].fixed_remote_closes, 0);
+	/* Once the hog ends, the owner still clears the slot and closes. */
+	t0 = vb_now_ns();
+	do {
+		assert_true(vb_now_ns() - t0 < HOG_GUARD_NS);
+		usleep(1000);
+		fixed_stats(&h, st);
+	} while (on && st[fw].fixed_remote_closes != 1);
+	assert_int_equal(st[0].fixed_update_errors + st[1].fixed_update_errors, 0);
+	ct_finish(&h, t, fds[1]);
+}
+
+static void test_remote_close_behind_long_poll(void **state)
+{
+	(void)state;
+	close_behind_hog(false);
+}
+
+static void test_remote_abandon_behind_long_poll(void **state)
+{
+	(void)state;
+	close_behind_hog(true);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1636,6 +1784,8 @@ int main(void)
 		cmocka_unit_test(test_fixed_files_stolen_close),
 		cmocka_unit_test(test_fixed_files_stolen_abandon),
 		cmocka_unit_test(test_fixed_files_off_stolen),
+		cmocka_unit_test(test_remote_close_behind_long_poll),
+		cmocka_unit_test(test_remote_abandon_behind_long_poll),
 	};
 
 	ioh_watchdog(ioh_under_tsan() ? 300 : 60, "test_io_conn");
