@@ -460,11 +460,11 @@ enum vrt_poll vio_conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *
  * other connection of the worker onto the ENOBUFS path (without the
  * shares, 200 such connections held all 256 buffers). A reading connection
  * pays a copy while the squeeze lasts. The copies are charged to the heap
- * budget (vio_set_heap_budget: the server's max_inflight_bytes); a copy
- * that would pass it is not made and the provided buffer is kept, so the
- * heap stays within the budget and the ring is the fixed reserve beyond it
- * (reading connections then fall back to plain receives; nothing is
- * lost). Owner worker only.
+ * budget (vio_set_heap_budget: the server's share of max_inflight_bytes
+ * for them); a copy that would pass it is not made and the provided
+ * buffer is kept, so the heap stays within the budget and the ring is the
+ * fixed reserve beyond it (reading connections then fall back to plain
+ * receives; nothing is lost). Owner worker only.
  */
 static struct vio_buf *rx_fair(struct vio_worker *w, struct vio_buf *b, uint32_t *limit)
 {
@@ -476,8 +476,8 @@ static struct vio_buf *rx_fair(struct vio_worker *w, struct vio_buf *b, uint32_t
 	if (atomic_load_explicit(&w->st.bufs_out, memory_order_relaxed) < io->rx_squeeze || !b->w)
 		return b;
 	*limit = 2;
-	/* Relaxed: a budget count, shared with the server's bodies; the
-	 * bytes themselves are published by the inbox push ([C1]). A CAS so
+	/* Relaxed: a budget count; the bytes themselves are published by
+	 * the inbox push ([C1]). A CAS so
 	 * that io's own charges never take it past the budget, even for a
 	 * moment. */
 	cur = atomic_load_explicit(io->heap_used, memory_order_relaxed);

@@ -377,8 +377,7 @@ void vio_set_heap_budget(struct vio *io, _Atomic int64_t *used, int64_t max)
 
 int64_t vio_heap_charged(const struct vio *io)
 {
-	/* Relaxed: a gauge. With the server's budget this is the server's
-	 * whole count (bodies too). */
+	/* Relaxed: a gauge. */
 	return atomic_load_explicit(io->heap_used, memory_order_relaxed);
 }
 

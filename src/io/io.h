@@ -99,9 +99,9 @@ int vio_new(const struct vio_config *cfg, unsigned workers, struct vio **out);
  * received bytes are copied so that the ring stays available: see
  * doc/io.md) are charged to *used (added, and subtracted when
  * the task takes them), and no copy is made that would take *used past
- * max: the provided buffer is kept instead. The server passes its
- * max_inflight_bytes budget, so these bytes count with request and reply
- * bodies. Default: an own counter, no bound. Before any connection is
+ * max: the provided buffer is kept instead. The server passes a counter
+ * of its own for them and their share of max_inflight_bytes (bodies have
+ * the rest). Default: an own counter, no bound. Before any connection is
  * served (the listeners' set-up orders it before the workers' reads). */
 void vio_set_heap_budget(struct vio *io, _Atomic int64_t *used, int64_t max);
 /* Bytes charged by io to its heap budget now (any thread). */

@@ -294,6 +294,12 @@ struct vsrv_exec {
  * bounded by max_connections x max_pipeline, and the per-request path of
  * small requests stays free of the shared counter). */
 #define VSRV_HOLD_MIN 4096
+/* The heap copies of received bytes (connections that do not read) may
+ * hold 1/VSRV_COPY_SHARE of max_inflight_bytes and bodies the rest: two
+ * counts, two limits, so neither can lock the other out (bytes a client
+ * sends and nobody asked for cannot stop other clients' uploads, and
+ * uploads cannot take the copies' room). */
+#define VSRV_COPY_SHARE 4
 /* A connection that reads nothing while requests are in flight looks for
  * its peer's reset this often (conn.c peer_reset). */
 #define VSRV_PROBE_NS (1000 * VB_NS_PER_MS)
@@ -341,11 +347,11 @@ struct vsrv {
 	struct vsrv_exec **exec;
 	struct vsrv_writer **wr;
 	bool started, stopped;
-	/* Read by every counter bump (ws) and body check (inflight_max): kept
+	/* Read by every counter bump (ws) and body check (body_max): kept
 	 * with the fields nobody writes while serving, never on a line that
 	 * inflight, pool_mu or the registry make bounce between workers. */
 	struct vsrv_wstats *ws;    /* [nworkers + 1] */
-	int64_t inflight_max;      /* the budget (INT64_MAX: none) */
+	int64_t body_max;          /* the bodies' part of the budget (INT64_MAX: none) */
 
 	/* connections: registry for drain; every open and close takes reg_mu,
 	 * so it has its own line, apart from jobs / replies above. */
@@ -363,9 +369,14 @@ struct vsrv {
 	vb_cacheline_aligned _Atomic bool draining;
 	_Atomic bool unready;      /* vsrv_set_ready(false) */
 	_Atomic bool alive;        /* vsrv_set_alive */
-	/* Body bytes held for requests and replies (max_inflight_bytes). Its
-	 * own line: written only by requests and replies with bodies. */
+	/* Body bytes held for requests and replies (max_inflight_bytes less
+	 * the copies' share, body_max). Its own line: written only by
+	 * requests and replies with bodies. */
 	vb_cacheline_aligned _Atomic int64_t inflight;
+	/* Received bytes io holds on the heap for connections that do not
+	 * read (vio_set_heap_budget), at most their share of the budget. Its
+	 * own line: written by io's workers as copies are made and taken. */
+	vb_cacheline_aligned _Atomic int64_t copies;
 
 	/* memory.c: the connection pool (pool_mu); every connection open and
 	 * close writes this line. */
@@ -398,8 +409,10 @@ static_assert(VSRV_APART(admit.refusing, admit.interval_end) && VSRV_APART(admit
 static_assert(VSRV_APART(ws, inflight) && VSRV_APART(ws, pool_mu) && VSRV_APART(ws, reg_mu) &&
 	      VSRV_APART(ws, conns_open) && VSRV_APART(ws, paused_n) && VSRV_APART(ws, draining),
 	      "srv->ws shares a line that is written while serving");
-static_assert(VSRV_APART(inflight_max, inflight) && VSRV_APART(inflight_max, pool_mu),
-	      "inflight_max shares a written line");
+static_assert(VSRV_APART(body_max, inflight) && VSRV_APART(body_max, copies) &&
+	      VSRV_APART(body_max, pool_mu), "body_max shares a written line");
+static_assert(VSRV_APART(inflight, copies) && VSRV_APART(copies, pool_mu),
+	      "the bodies' and the copies' counts share a line");
 static_assert(VSRV_APART(draining, paused_n) && VSRV_APART(draining, conns_open) &&
 	      VSRV_APART(draining, inflight) && VSRV_APART(alive, paused_n),
 	      "the request-path flags share a written line");
@@ -486,7 +499,7 @@ static inline void vsrv__hold(struct vsrv *srv, int64_t n)
 static inline bool vsrv__over_budget(const struct vsrv *srv)
 {
 	/* Relaxed: see vsrv__hold. */
-	return atomic_load_explicit(&srv->inflight, memory_order_relaxed) >= srv->inflight_max;
+	return atomic_load_explicit(&srv->inflight, memory_order_relaxed) >= srv->body_max;
 }
 
 static inline bool vsrv__draining(const struct vsrv *srv)

@@ -371,12 +371,19 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 	pthread_mutex_init(&srv->reg_mu, NULL);
 	vsrv__mem_init(srv);
 	atomic_init(&srv->inflight, 0);
-	srv->inflight_max = cfg->max_inflight_bytes && cfg->max_inflight_bytes < INT64_MAX
-				    ? (int64_t)cfg->max_inflight_bytes : INT64_MAX;
+	atomic_init(&srv->copies, 0);
 	/* Received bytes io keeps on the heap for connections that do not
-	 * read count against the same budget as bodies, so clients that send
-	 * and never read cannot grow the heap past max_inflight_bytes. */
-	vio_set_heap_budget(io, &srv->inflight, srv->inflight_max);
+	 * read count against their own share of the budget, bodies against
+	 * the rest (VSRV_COPY_SHARE). */
+	if (cfg->max_inflight_bytes && cfg->max_inflight_bytes < INT64_MAX) {
+		int64_t share = (int64_t)cfg->max_inflight_bytes / VSRV_COPY_SHARE;
+
+		srv->body_max = (int64_t)cfg->max_inflight_bytes - share;
+		vio_set_heap_budget(io, &srv->copies, share);
+	} else {
+		srv->body_max = INT64_MAX;
+		vio_set_heap_budget(io, &srv->copies, INT64_MAX);
+	}
 	atomic_init(&srv->conns_open, 0);
 	atomic_init(&srv->conns_alive, 0);
 	atomic_init(&srv->paused_n, 0);
@@ -778,7 +785,10 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 	out->draining = out->stopping || !vsrv_ready(srv);
 	/* Relaxed: a gauge. */
 	int64_t held = atomic_load_explicit(&srv->inflight, memory_order_relaxed);
+	int64_t copies = atomic_load_explicit(&srv->copies, memory_order_relaxed);
 	out->inflight_bytes = held > 0 ? (uint64_t)held : 0;
+	out->inflight_copies_bytes = copies > 0 ? (uint64_t)copies : 0;
+	out->inflight_bytes += out->inflight_copies_bytes;
 	vsrv__admit_stats(srv, out);
 	free(tmp);
 }

@@ -222,7 +222,10 @@ extern const size_t vsrv_kind_metrics_n;
 	X(spares_freed, COUNTER, "", "request buffers freed because the worker's cache and the depot were full: the pool shrinking") \
 	X(inflight_bytes, GAUGE_SNAP, "bytes", \
 	  "request and reply body bytes, and received bytes copied for connections that do not read, held now (max_inflight_bytes)", \
-	  "inflight")
+	  "inflight") \
+	X(inflight_copies_bytes, GAUGE_SNAP, "bytes", \
+	  "of which received bytes copied for connections that do not read (at most a quarter of max_inflight_bytes)", \
+	  "inflight_copies")
 
 /*
  * A snapshot; every field is read on its own (not one instant's cut), so

@@ -302,6 +302,53 @@ def test_budget_sheds_in_shed_mode(voltd):
     assert st["budget_shed"] == 1 and st["shed"] >= 1, st
 
 
+def io_total(d, name):
+    st = ctl(d, "stats io")
+    assert st.get("ok", True), st
+    return sum(w[name] for w in st["io"]["workers"])
+
+
+@pytest.mark.parametrize("on_full", ["wait", "shed"])
+def test_copies_leave_bodies_their_share(voltd, on_full):
+    """60 connections each send a 30 s sleep and then 64 KiB that nobody
+    parses (max_pipeline 1): past half the provided buffers those bytes
+    become heap copies (io_uring), charged to max_inflight_bytes. Copies
+    have a share of their own, so a new client's 16 KiB echo is answered
+    200 in both modes, neither waited out (wait) nor refused 503 (shed).
+    Before: the copies held the whole 1 MiB budget and the echo got no
+    answer until the sleeps ended (wait) or a 503 (shed)."""
+    d = voltd("-s", "scheduler.workers=1", "-s", "io.recv_buffers=64", "-s", "server.max_pipeline=1",
+              "-s", "server.max_inflight_bytes=%d" % MIB, "-s", "stages.on_full=%s" % on_full)
+    junk = []
+    # whole receive buffers (16 KiB): the copies fill the budget to the byte
+    head = req_bytes("GET", "/v1/sleep?ms=30000")
+    for _ in range(60):
+        s = connect(d.port)
+        s.sendall(head + b"j" * (65536 - len(head)))
+        junk.append(s)
+    if d.backend == "uring":
+        # the copies reached what they may hold: the next one was refused
+        deadline = time.monotonic() + 20  # a hang guard
+        while io_total(d, "rx_copy_refused") == 0:
+            assert time.monotonic() < deadline, ctl(d, "stats io")
+            time.sleep(0.05)
+    s = connect(d.port, timeout=10)  # a hang guard: the sleeps last 30 s
+    body = b"e" * 16384
+    s.sendall(req_bytes("POST", "/v1/echo", body, close=True))
+    r = Reader(s).response()
+    s.close()
+    assert r.status == 200 and r.body == body, r
+    srv = ctl(d, "stats server")["server"]
+    assert srv["inflight_bytes"] <= MIB, srv
+    copies = io_total(d, "rx_copies")
+    for j in junk:
+        reset(j)
+    st = stop(d)
+    if d.backend == "uring":
+        assert copies > 0, copies
+    assert st["budget_shed"] == 0, st
+
+
 # ------------------------------------------------- receive-buffer squeeze
 
 def latencies(port, target, n):
