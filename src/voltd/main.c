@@ -59,13 +59,13 @@ static void usage(FILE *fp)
 {
 	fprintf(fp,
 		"usage: voltd [-c FILE] [-t] [-T] [-f] [-s SECTION.KEY=VALUE]... [-V] [-h]\n"
-		"  -c FILE   configuration file (default %s)\n"
-		"  -t        check the configuration and exit (0 OK, 78 errors)\n"
-		"  -T        check the configuration and print the effective values\n"
-		"  -f        stay in the foreground, log to stderr (the systemd way)\n"
-		"  -s S.K=V  set a key after the file is read (repeatable)\n"
-		"  -V        print the version and the features built in\n"
-		"  -h        this help\n",
+		"  -c FILE        configuration file (default %s)\n"
+		"  -t             check the configuration and exit (0 OK, 78 errors)\n"
+		"  -T             check the configuration and print the effective values\n"
+		"  -f             stay in the foreground, log to stderr (the systemd way)\n"
+		"  -s S.K=V       set a key after the file is read (repeatable)\n"
+		"  -V, --version  print the version and the features built in\n"
+		"  -h, --help     this help\n",
 		DEFAULT_CONFIG);
 }
 
@@ -86,10 +86,15 @@ static void version(void)
 
 static int parse_args(int argc, char **argv, struct vd_opts *o)
 {
+	static const struct option longopts[] = {
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
 	int ch;
 
 	o->config = DEFAULT_CONFIG;
-	while ((ch = getopt(argc, argv, "c:tTfs:Vh")) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:tTfs:Vh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			o->config = optarg;

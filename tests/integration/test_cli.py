@@ -1,13 +1,15 @@
 # SPDX-License-Identifier: MIT
-"""voltd's command line and lifecycle: -V, -h, -t/-T on good and bad files,
+"""voltd's command line and lifecycle: -V/--version, -h/--help (voltctl's
+too), -t/-T on good and bad files,
 -s overrides, and a foreground daemon stopped by signals."""
 import os
 import re
 import signal
+import subprocess
 
 import pytest
 
-from conftest import SRCDIR, run_voltd
+from conftest import BUILDDIR, SRCDIR, run_voltd
 
 EX_CONFIG = 78
 
@@ -18,16 +20,32 @@ def write(tmp_path, text, name="voltd.conf"):
     return str(p)
 
 
-def test_version_lists_features():
-    r = run_voltd("-V")
-    assert r.returncode == 0
+@pytest.mark.parametrize("opt", ["-V", "--version"])
+def test_version_lists_features(opt):
+    r = run_voltd(opt)
+    assert r.returncode == 0 and r.stderr == ""
     assert re.match(r"voltd \d+\.\d+\.\d+\n", r.stdout)
     assert "io_uring" in r.stdout and "libev" in r.stdout and "systemd" in r.stdout
 
 
-def test_help_and_bad_option():
-    r = run_voltd("-h")
-    assert r.returncode == 0 and "usage: voltd" in r.stdout
+@pytest.mark.parametrize("opt", ["-h", "--help"])
+def test_help(opt):
+    r = run_voltd(opt)
+    assert r.returncode == 0 and r.stderr == "" and r.stdout.startswith("usage: voltd")
+    assert "--help" in r.stdout and "--version" in r.stdout
+
+
+@pytest.mark.parametrize("opt", ["-h", "--help", "-V", "--version"])
+def test_voltctl_help_and_version(opt):
+    r = subprocess.run([os.path.join(BUILDDIR, "voltctl"), opt], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 0 and r.stderr == "", r
+    if opt in ("-h", "--help"):
+        assert r.stdout.startswith("usage: voltctl") and "--version" in r.stdout
+    else:
+        assert re.fullmatch(r"voltctl \d+\.\d+\.\d+\n", r.stdout), r.stdout
+
+
+def test_bad_option():
     r = run_voltd("-x")
     assert r.returncode == 64 and "usage: voltd" in r.stderr
     r = run_voltd("stray")
