@@ -69,9 +69,11 @@ struct vhttp_parser {
 	size_t head_bytes; /* bytes of this head (or trailer section) so far */
 	uint64_t ext_bytes;/* chunk-extension bytes of this message */
 
-	/* Head scratch: the target, then the Host value, then the value of the
-	 * header being read when it is one we interpret. Its capacity is
-	 * max_header_bytes, which bounds everything it can hold. */
+	/* Head scratch: the target, then the header fields as the request
+	 * keeps them (parser.h: "name:value\n" each), the Host value one of
+	 * them. What it holds is never longer than the head on the wire (a
+	 * field loses its CR and blanks), so its capacity, max_header_bytes,
+	 * bounds it. */
 	char *hb;
 	size_t hb_len, hb_cap;
 	size_t url_len;
@@ -81,6 +83,8 @@ struct vhttp_parser {
 	size_t field_len; /* > sizeof(field): a name we do not interpret */
 	enum field_id field_id;
 	size_t value_off;
+	bool value_begun;  /* a byte of the value other than a blank was kept */
+	uint32_t n_fields;
 	char version[8];
 	size_t version_len;
 	bool te_seen, expect_continue;
@@ -234,6 +238,7 @@ static int on_message_begin(llhttp_t *ll)
 	p->host_len = 0;
 	p->field_len = 0;
 	p->field_id = F_NONE;
+	p->n_fields = 0;
 	p->version_len = 0;
 	p->te_seen = false;
 	p->expect_continue = false;
@@ -271,13 +276,14 @@ static int on_version_complete(llhttp_t *ll)
 	return 0;
 }
 
+/* Trailer fields are parsed and dropped: only the head's are kept. */
 static int on_header_field(llhttp_t *ll, const char *at, size_t n)
 {
 	struct vhttp_parser *p = P(ll);
 	if (p->field_len + n <= sizeof(p->field))
 		memcpy(p->field + p->field_len, at, n);
 	p->field_len += n;
-	return 0;
+	return p->st == ST_TRAILER ? 0 : hb_append(p, at, n);
 }
 
 static int on_header_field_complete(llhttp_t *ll)
@@ -286,6 +292,10 @@ static int on_header_field_complete(llhttp_t *ll)
 	const char *f = p->field;
 	size_t n = p->field_len;
 	p->field_id = F_NONE;
+	/* A field name is a token, one byte at least (RFC 9110 5.1); llhttp 8
+	 * lets a line starting with ':' through. */
+	if (n == 0)
+		return fail(p, 400, "empty header field name");
 	if (p->st == ST_TRAILER || n > sizeof(p->field))
 		;
 	else if (eq_nocase(f, n, "host"))
@@ -295,14 +305,27 @@ static int on_header_field_complete(llhttp_t *ll)
 	else if (eq_nocase(f, n, "expect"))
 		p->field_id = F_EXPECT;
 	p->field_len = 0;
+	if (p->st == ST_TRAILER)
+		return 0;
+	p->value_begun = false;
+	int rc = hb_append(p, ":", 1);
 	p->value_off = p->hb_len;
-	return 0;
+	return rc;
 }
 
 static int on_header_value(llhttp_t *ll, const char *at, size_t n)
 {
 	struct vhttp_parser *p = P(ll);
-	return p->field_id == F_NONE ? 0 : hb_append(p, at, n);
+	if (p->st == ST_TRAILER)
+		return 0;
+	/* Leading blanks are dropped (llhttp may hand them over), however
+	 * the value is split between calls. */
+	while (!p->value_begun && n && is_ows(*at)) {
+		at++;
+		n--;
+	}
+	p->value_begun |= n > 0;
+	return hb_append(p, at, n);
 }
 
 /* Transfer-Encoding: llhttp checks that chunked is last and once; what it
@@ -329,12 +352,16 @@ static int on_header_value_complete(llhttp_t *ll)
 	struct vhttp_parser *p = P(ll);
 	enum field_id id = p->field_id;
 	p->field_id = F_NONE;
-	if (id == F_NONE)
+	if (p->st == ST_TRAILER)
 		return 0;
+	while (p->hb_len > p->value_off && is_ows(p->hb[p->hb_len - 1]))
+		p->hb_len--;
 	const char *v = p->hb + p->value_off;
 	size_t n = p->hb_len - p->value_off;
-	trim_ows(&v, &n);
-	int rc = 0;
+	int rc = hb_append(p, "\n", 1);
+	p->n_fields++;
+	if (rc)
+		return rc;
 	switch (id) {
 	case F_HOST:
 		if (p->host_seen)
@@ -342,7 +369,7 @@ static int on_header_value_complete(llhttp_t *ll)
 		p->host_seen = true;
 		p->host_off = (size_t)(v - p->hb);
 		p->host_len = n;
-		return 0; /* the value stays in hb */
+		break;
 	case F_TE:
 		rc = check_te(p, v, n);
 		break;
@@ -358,7 +385,6 @@ static int on_header_value_complete(llhttp_t *ll)
 	case F_NONE:
 		break;
 	}
-	p->hb_len = p->value_off; /* drop the value */
 	return rc;
 }
 
@@ -387,7 +413,8 @@ static int on_headers_complete(llhttp_t *ll)
 	 * Clearing the flag keeps llhttp from switching protocols. */
 	ll->upgrade = 0;
 
-	size_t need = sizeof(struct vhttp_request) + p->url_len + 1 + p->host_len + 1;
+	size_t fields_len = p->hb_len - p->url_len;
+	size_t need = sizeof(struct vhttp_request) + p->url_len + 1 + p->host_len + 1 + fields_len + 1;
 	struct vhttp_request *r = p->spare;
 	size_t cap = r ? r->mem_cap : 0;
 	if (cap >= need) {
@@ -410,6 +437,12 @@ static int on_headers_complete(llhttp_t *ll)
 	s[p->host_len] = '\0';
 	r->host = s;
 	r->host_len = p->host_len;
+	s += p->host_len + 1;
+	memcpy(s, p->hb + p->url_len, fields_len);
+	s[fields_len] = '\0';
+	r->fields = s;
+	r->fields_len = fields_len;
+	r->n_fields = p->n_fields;
 	split_target(r);
 
 	r->method = method_of(ll->method);

@@ -113,6 +113,15 @@ struct vhttp_request {
 	/* Host header value ("" when absent: only HTTP/1.0 may omit it) */
 	const char *host;
 	size_t host_len;
+	/* The head's header fields, in arrival order, one line each:
+	 * name ':' value '\n', the name as sent, the value without its
+	 * leading and trailing blanks (a tab inside it is a space, see
+	 * parser.c); the trailer section's fields are not kept. n_fields
+	 * lines, fields_len bytes ("" when none). No extra allocation: they
+	 * are part of the request's own (at most max_header_bytes). */
+	const char *fields;
+	size_t fields_len;
+	uint32_t n_fields;
 	/* Decoded body (NULL when empty). Owned by the request, malloc'd:
 	 * vhttp_request_take_body() moves it out. Incomplete while the
 	 * request is only borrowed (CONTINUE event). */

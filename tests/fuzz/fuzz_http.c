@@ -72,6 +72,17 @@ static void check_request(const struct vhttp_request *r, const struct vhttp_limi
 	CHECK(!(r->chunked && r->has_content_length));
 	if (r->has_content_length)
 		CHECK(r->content_length <= lim->max_body_bytes);
+	/* the kept fields: n_fields lines "name:value\n", within the limit */
+	CHECK(strlen(r->fields) == r->fields_len);
+	CHECK(r->target_len + r->fields_len <= lim->max_header_bytes);
+	uint32_t lines = 0;
+	for (const char *l = r->fields, *end = r->fields + r->fields_len; l < end; lines++) {
+		const char *nl = memchr(l, '\n', (size_t)(end - l));
+		const char *colon = memchr(l, ':', (size_t)(end - l));
+		CHECK(nl != NULL && colon != NULL && colon > l && colon < nl);
+		l = nl + 1;
+	}
+	CHECK(lines == r->n_fields);
 }
 
 /* What llhttp saw of one response. */
@@ -283,6 +294,7 @@ static uint64_t run(const uint8_t *data, size_t size, const struct vhttp_limits 
 				check_request(r, lim);
 				mix(&h, r->target, r->target_len);
 				mix(&h, r->host, r->host_len);
+				mix(&h, r->fields, r->fields_len);
 				mix_u64(&h, r->keep_alive | r->chunked << 1 | r->expect_continue << 2);
 				mix_u64(&h, r->method);
 				if (ev == VHTTP_EV_CONTINUE) {

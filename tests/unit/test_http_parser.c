@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_http_parser.c: http/parser. Every input is fed whole,
- * byte by byte and in random splits, and the three event sequences must be
- * identical; every proper prefix of a valid request must ask for more; each
+ * byte by byte and in random splits, and the three event sequences (and the
+ * header fields each request keeps) must be identical; every proper prefix of a valid request must ask for more; each
  * error of the issue has its own test. Single-threaded.
  */
 #include "http/parser.h"
@@ -45,6 +45,24 @@ static void sum_add(struct sum *s, const char *fmt, ...)
 	}
 }
 
+/* The fields a request keeps: well formed (one "name:value\n" line each,
+ * n_fields of them, NUL after), logged apart for the splits to compare. */
+static void sum_fields(struct sum *f, const struct vhttp_request *r)
+{
+	uint32_t lines = 0;
+
+	assert_int_equal(strlen(r->fields), r->fields_len);
+	for (const char *l = r->fields, *end = r->fields + r->fields_len; l < end; lines++) {
+		const char *nl = memchr(l, '\n', (size_t)(end - l));
+		const char *colon = memchr(l, ':', (size_t)(end - l));
+		assert_non_null(nl);
+		assert_true(colon && colon > l && colon < nl);
+		l = nl + 1;
+	}
+	assert_int_equal(lines, r->n_fields);
+	sum_add(f, "%u[%s]\n", r->n_fields, r->fields);
+}
+
 static void sum_request(struct sum *s, const char *tag, const struct vhttp_request *r,
 			bool with_body)
 {
@@ -64,10 +82,14 @@ static void sum_request(struct sum *s, const char *tag, const struct vhttp_reque
 
 enum split { WHOLE, BYTES, RANDOM };
 
-/* Parse `in` fed in pieces; returns the event log (caller frees). */
-static char *drive(const char *in, size_t len, enum split how, const struct vhttp_limits *lim)
+/* Parse `in` fed in pieces; returns the event log and *fields the fields
+ * log (caller frees both). */
+static char *drive(const char *in, size_t len, enum split how, const struct vhttp_limits *lim,
+		   char **fields)
 {
 	struct sum s = { malloc(256), 0, 256 };
+	struct sum f = { malloc(256), 0, 256 };
+	f.s[0] = '\0';
 	struct vhttp_parser *p;
 	assert_int_equal(vhttp_parser_new(lim, &p), 0);
 	unsigned rs = seed;
@@ -90,6 +112,7 @@ static char *drive(const char *in, size_t len, enum split how, const struct vhtt
 			if (ev == VHTTP_EV_REQUEST) {
 				assert_non_null(r);
 				sum_request(&s, "REQ", r, true);
+				sum_fields(&f, r);
 				vhttp_request_free(r);
 				continue;
 			}
@@ -97,6 +120,7 @@ static char *drive(const char *in, size_t len, enum split how, const struct vhtt
 				assert_non_null(r);
 				/* the body is not complete yet: do not log it */
 				sum_request(&s, "CONT", r, false);
+				sum_fields(&f, r);
 				continue;
 			}
 			assert_null(r);
@@ -123,6 +147,7 @@ static char *drive(const char *in, size_t len, enum split how, const struct vhtt
 		}
 	}
 	vhttp_parser_free(p);
+	*fields = f.s;
 	return s.s;
 }
 
@@ -133,20 +158,35 @@ static struct vhttp_limits lim_default(void)
 	return l;
 }
 
-/* Parse whole, byte by byte and in random splits: identical logs. */
-static char *parse_lim(const char *in, size_t len, const struct vhttp_limits *lim)
+/* Parse whole, byte by byte and in random splits: identical logs. The
+ * fields log goes to *fields when asked (caller frees). */
+static char *parse_fields(const char *in, size_t len, const struct vhttp_limits *lim, char **fields)
 {
-	char *whole = drive(in, len, WHOLE, lim);
-	char *bytes = drive(in, len, BYTES, lim);
+	char *fwhole, *fbytes, *frnd;
+	char *whole = drive(in, len, WHOLE, lim, &fwhole);
+	char *bytes = drive(in, len, BYTES, lim, &fbytes);
 	assert_string_equal(whole, bytes);
+	assert_string_equal(fwhole, fbytes);
 	for (int i = 0; i < 4; i++) {
 		seed++;
-		char *rnd = drive(in, len, RANDOM, lim);
+		char *rnd = drive(in, len, RANDOM, lim, &frnd);
 		assert_string_equal(whole, rnd);
+		assert_string_equal(fwhole, frnd);
 		free(rnd);
+		free(frnd);
 	}
 	free(bytes);
+	free(fbytes);
+	if (fields)
+		*fields = fwhole;
+	else
+		free(fwhole);
 	return whole;
+}
+
+static char *parse_lim(const char *in, size_t len, const struct vhttp_limits *lim)
+{
+	return parse_fields(in, len, lim, NULL);
 }
 
 static char *parse(const char *in)
@@ -229,6 +269,52 @@ static void test_get_fields(void **state)
 	expect_log("GET /v1/spin?n=1000&x=y HTTP/1.1\r\nHost:  example.org  \r\n\r\n",
 		   "REQ GET /v1/spin?n=1000&x=y path=/v1/spin query=n=1000&x=y host=example.org "
 		   "v1.1 ka=1 cl=0:0 ch=0 ex=0 body[0]=\nMORE\n");
+}
+
+static void expect_fields(const char *in, const char *want)
+{
+	struct vhttp_limits l = lim_default();
+	char *fields;
+	free(parse_fields(in, strlen(in), &l, &fields));
+	assert_string_equal(fields, want);
+	free(fields);
+}
+
+/* Every field of the head is kept, in order, names as sent, values without
+ * their blanks; trailer fields are not; HTTP/1.0 without Host has none. */
+static void test_header_fields_kept(void **state)
+{
+	(void)state;
+	expect_fields("GET / HTTP/1.1\r\nHost: a\r\n\r\n", "1[Host:a\n]\n");
+	expect_fields("GET / HTTP/1.1\r\nhost:a\r\nX-Thing:  two words \t \r\nEmpty:\r\n"
+		      "E2:   \r\nx-thing: again\r\nA: b:c\r\n\r\n",
+		      "6[host:a\nX-Thing:two words\nEmpty:\nE2:\nx-thing:again\nA:b:c\n]\n");
+	/* a tab inside a value is a space, at its ends a blank */
+	expect_fields("GET / HTTP/1.1\r\nHost: a\r\nT:\tx\ty\t\r\n\r\n", "2[Host:a\nT:x y\n]\n");
+	expect_fields("GET / HTTP/1.0\r\n\r\n", "0[]\n");
+	/* the interpreted fields are kept too */
+	expect_fields("POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"
+		      "1\r\nz\r\n0\r\nTrailer-Field: t\r\n\r\n",
+		      "2[Host:a\nTransfer-Encoding:chunked\n]\n");
+	expect_fields("POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\nz",
+		      "3[Host:a\nExpect:100-continue\nContent-Length:1\n]\n"
+		      "3[Host:a\nExpect:100-continue\nContent-Length:1\n]\n");
+	/* pipelined requests keep their own */
+	expect_fields("GET /a HTTP/1.1\r\nHost: a\r\nA: 1\r\n\r\nGET /b HTTP/1.1\r\nHost: b\r\n\r\n",
+		      "2[Host:a\nA:1\n]\n1[Host:b\n]\n");
+	/* a head at the limit keeps all its fields */
+	char head[VHTTP_DEFAULT_MAX_HEADER_BYTES + 1];
+	struct vhttp_limits l = lim_default();
+	int n = snprintf(head, sizeof(head), "GET / HTTP/1.1\r\nHost: a\r\nBig: ");
+	size_t fill = l.max_header_bytes - (size_t)n - 4;
+	memset(head + n, 'v', fill);
+	memcpy(head + n + fill, "\r\n\r\n", 5);
+	char *fields;
+	char *log = parse_fields(head, strlen(head), &l, &fields);
+	assert_non_null(strstr(log, "REQ GET /"));
+	assert_int_equal(strlen(fields), strlen("2[Host:a\nBig:\n]\n") + fill);
+	free(log);
+	free(fields);
 }
 
 static void test_absolute_form_and_asterisk(void **state)
@@ -820,6 +906,8 @@ static void test_400_malformed(void **state)
 	expect_error("GET\r\n\r\n", 400);
 	expect_error("GET / FOO/1.1\r\nHost: h\r\n\r\n", 400);
 	expect_error("GET / HTTP/1.1\r\nHost : h\r\n\r\n", 400);   /* space before colon */
+	expect_error("GET / HTTP/1.1\r\nHost: h\r\n: no name\r\n\r\n", 400);
+	expect_error("POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n: t\r\n\r\n", 400);
 	expect_error("GET / HTTP/1.1\r\nHost: h\r\nBad\x7fName: x\r\n\r\n", 400);
 	expect_error("GET / HTTP/1.1\r\nHost: h\rX: y\r\n\r\n", 400); /* CR without LF */
 	expect_error("GET / HTTP/1.1\r\nHost: h\r\nX: a\x01b\r\n\r\n", 400);
@@ -911,6 +999,7 @@ int main(void)
 		cmocka_unit_test(test_valid_requests_parse),
 		cmocka_unit_test(test_every_proper_prefix_asks_for_more),
 		cmocka_unit_test(test_get_fields),
+		cmocka_unit_test(test_header_fields_kept),
 		cmocka_unit_test(test_absolute_form_and_asterisk),
 		cmocka_unit_test(test_content_length_body),
 		cmocka_unit_test(test_large_body_across_buffers),
