@@ -17,9 +17,11 @@
  *
  * A connection's state is three machines (internal.h): what it receives
  * (rx), what it sends (tx) and how it ends (end). Each moves only through
- * its transition function below (vsrv__rx_to, vsrv__tx_to, end_to; aborts
- * through vsrv__conn_abort), so the next feature adds a state, not a flag;
- * conn_poll reads as the list of steps a poll takes.
+ * its transition function below (vsrv__rx_to, vsrv__tx_to, vsrv__end_to;
+ * aborts through vsrv__conn_abort), which checks the move against the
+ * machine's list beside its enum and traces it at debug level, so the next
+ * feature adds a state and its moves, not a flag; conn_poll reads as the
+ * list of steps a poll takes.
  *
  * Threading: everything below `task-private` in struct vsrv_conn belongs to
  * the task (one poll at a time, any worker). Writers touch only the slots,
@@ -63,11 +65,62 @@ static void conn_release(struct vsrv_conn *c);
 
 /* ------------------------------------------------------ state machines */
 
-/* The receive machine. EOF and DONE end the requests: nothing reopens
- * them (a late EOF after DONE changes nothing). */
+#define NAME(m, st) [VSRV_##m##_##st] = #st
+const char *const vsrv__rx_name[VSRV_RX_N] = {
+	NAME(RX, READ), NAME(RX, PARSE), NAME(RX, CONTINUE), NAME(RX, JOBS_WAIT),
+	NAME(RX, BUDGET_WAIT), NAME(RX, EOF), NAME(RX, DONE),
+};
+const char *const vsrv__tx_name[VSRV_TX_N] = {
+	NAME(TX, IDLE), NAME(TX, SENDING), NAME(TX, QUIET), NAME(TX, LOUD),
+};
+const char *const vsrv__end_name[VSRV_END_N] = {
+	NAME(END, OPEN), NAME(END, FAILED), NAME(END, LINGER), NAME(END, ABORTED), NAME(END, CLOSING),
+};
+#undef NAME
+
+/* Each machine's moves as a table [from][to], from its list in internal.h
+ * (MOVE_BUG, 0, where the list says nothing). The list's state names are
+ * only ever pasted (##), never expanded: EOF is also stdio's. */
+enum { MOVE_BUG = 0, MOVE_GO, MOVE_STAY };
+#define RX_GO(f, t) [VSRV_RX_##f][VSRV_RX_##t] = MOVE_GO,
+#define RX_STAY(f, t) [VSRV_RX_##f][VSRV_RX_##t] = MOVE_STAY,
+#define TX_GO(f, t) [VSRV_TX_##f][VSRV_TX_##t] = MOVE_GO,
+#define TX_STAY(f, t) [VSRV_TX_##f][VSRV_TX_##t] = MOVE_STAY,
+#define END_GO(f, t) [VSRV_END_##f][VSRV_END_##t] = MOVE_GO,
+#define END_STAY(f, t) [VSRV_END_##f][VSRV_END_##t] = MOVE_STAY,
+static const uint8_t rx_moves[VSRV_RX_N][VSRV_RX_N] = { VSRV_RX_MOVES(RX_GO, RX_STAY) };
+static const uint8_t tx_moves[VSRV_TX_N][VSRV_TX_N] = { VSRV_TX_MOVES(TX_GO, TX_STAY) };
+static const uint8_t end_moves[VSRV_END_N][VSRV_END_N] = { VSRV_END_MOVES(END_GO, END_STAY) };
+
+/* The end machine moves forward only: code tests `c->end >= X`. */
+#define END_FORWARD(f, t) \
+	static_assert(VSRV_END_##f < VSRV_END_##t, "end moves forward: " #f " -> " #t);
+#define END_BACK_STAY(f, t) \
+	static_assert(VSRV_END_##f > VSRV_END_##t, "a STAY of end names an earlier state: " #f " -> " #t);
+VSRV_END_MOVES(END_FORWARD, END_BACK_STAY)
+
+/* A legal move goes on, a STAY returns false; anything else stops here,
+ * naming the machine and both states. */
+static bool move_ok(const struct vsrv_conn *c, const char *m, uint8_t kind, const char *from,
+		    const char *to)
+{
+	if (vb_unlikely(kind == MOVE_BUG)) {
+		vb_log(LOG_CRIT, "connection fd %d: %s %s -> %s is not a move of its machine", c->io.fd,
+		       m, from, to);
+		VB_BUG_ON(kind == MOVE_BUG);
+	}
+	if (kind == MOVE_STAY)
+		return false;
+	if (vb_unlikely(vb_log_get_level() >= LOG_DEBUG))
+		vb_log(LOG_DEBUG, "conn fd %d: %s %s -> %s", c->io.fd, m, from, to);
+	return true;
+}
+
+/* The receive machine. */
 void vsrv__rx_to(struct vsrv_conn *c, enum vsrv_rx to)
 {
-	if (c->rx == to || (c->rx >= VSRV_RX_EOF && to <= c->rx))
+	if (c->rx == to ||
+	    !move_ok(c, "rx", rx_moves[c->rx][to], vsrv__rx_name[c->rx], vsrv__rx_name[to]))
 		return;
 	if (to == VSRV_RX_BUDGET_WAIT)
 		VSRV_INC(c->srv, budget_waits);
@@ -82,17 +135,19 @@ bool vsrv__tx_to(struct vsrv_conn *c, enum vsrv_tx to)
 {
 	if (c->tx == to)
 		return false;
-	if (c->tx != VSRV_TX_IDLE && to != VSRV_TX_IDLE &&
+	if (c->tx != VSRV_TX_IDLE && to != VSRV_TX_IDLE && tx_moves[c->tx][to] == MOVE_GO &&
 	    vio_conn_tx_quiet(&c->io, to == VSRV_TX_QUIET))
 		return true;
-	c->tx = to;
+	if (move_ok(c, "tx", tx_moves[c->tx][to], vsrv__tx_name[c->tx], vsrv__tx_name[to]))
+		c->tx = to;
 	return false;
 }
 
-/* The end machine: forward only (OPEN, FAILED, LINGER, ABORTED, CLOSING). */
-static void end_to(struct vsrv_conn *c, enum vsrv_end to, int64_t now)
+/* The end machine. */
+void vsrv__end_to(struct vsrv_conn *c, enum vsrv_end to, int64_t now)
 {
-	if (to <= c->end)
+	if (c->end == to ||
+	    !move_ok(c, "end", end_moves[c->end][to], vsrv__end_name[c->end], vsrv__end_name[to]))
 		return;
 	c->end = to;
 	switch (to) {
@@ -122,14 +177,14 @@ void vsrv__conn_abort(struct vsrv_conn *c, const char *reason)
 {
 	if (c->end < VSRV_END_ABORTED)
 		c->close_reason = reason;
-	end_to(c, VSRV_END_ABORTED, 0);
+	vsrv__end_to(c, VSRV_END_ABORTED, 0);
 }
 
 void vsrv__conn_fail(struct vsrv_conn *c, int status, int64_t now)
 {
 	vsrv__respond_unparsed(c, status, now);
 	vsrv__rx_to(c, VSRV_RX_DONE);
-	end_to(c, VSRV_END_FAILED, now);
+	vsrv__end_to(c, VSRV_END_FAILED, now);
 }
 
 void vsrv__conn_linger_cut(struct vsrv_conn *c)
@@ -368,7 +423,7 @@ static enum vrt_poll conn_close_step(struct vsrv_conn *c)
 
 static enum vrt_poll conn_close(struct vsrv_conn *c, int64_t now)
 {
-	end_to(c, VSRV_END_CLOSING, now);
+	vsrv__end_to(c, VSRV_END_CLOSING, now);
 	return conn_close_step(c);
 }
 
@@ -656,7 +711,7 @@ static enum vrt_poll conn_poll(struct vrt_task *t)
 		if (conn_over(c)) {
 			if (c->end != VSRV_END_FAILED)
 				return conn_close(c, now);
-			end_to(c, VSRV_END_LINGER, now); /* the error answer is out */
+			vsrv__end_to(c, VSRV_END_LINGER, now); /* the early answer is out */
 		}
 		if (step_read(c, &progress) == VRT_YIELD)
 			return VRT_YIELD;

@@ -173,7 +173,12 @@ struct vsrv_batch {
 /*
  * The connection's three state machines: what it receives, what it sends,
  * how it ends. Each moves only through its transition function in conn.c
- * (vsrv__rx_to, vsrv__tx_to, end_to), which does what entering a state takes.
+ * (vsrv__rx_to, vsrv__tx_to, vsrv__end_to), which does what entering a
+ * state takes, checks the move against the machine's list below and traces
+ * it at debug level ("conn fd 7: rx READ -> PARSE"). A move to the state
+ * the machine is in changes nothing. A STAY line names a request that
+ * changes nothing because an earlier event outranks it. Any other move is
+ * a bug (VB_BUG_ON, in every build). Names: vsrv__rx_name and the others.
  */
 enum vsrv_rx {
 	VSRV_RX_READ = 0,    /* everything received is parsed: read more */
@@ -183,22 +188,72 @@ enum vsrv_rx {
 	VSRV_RX_BUDGET_WAIT, /* over max_inflight_bytes: nothing is read (the timer looks again) */
 	VSRV_RX_EOF,         /* the peer closed its side: no more requests */
 	VSRV_RX_DONE,        /* no more requests (close, error, timeout, abort) */
+	VSRV_RX_N
 };
+
+/* EOF and DONE end the requests: nothing reopens them. A receive is
+ * started only in READ, so the peer's close is seen there (or after DONE,
+ * when it changes nothing). */
+#define VSRV_RX_MOVES(MOVE, STAY) \
+	MOVE(READ, PARSE)         /* bytes arrived */ \
+	MOVE(PARSE, READ)         /* the parser needs more, or held nothing and went back */ \
+	MOVE(READ, BUDGET_WAIT)   /* over the budget (on_full = wait) */ \
+	MOVE(BUDGET_WAIT, READ)   /* the budget allows reading again */ \
+	MOVE(PARSE, CONTINUE)     /* a request asked for 100 Continue */ \
+	MOVE(CONTINUE, PARSE)     /* the 100 Continue is in the batch */ \
+	MOVE(PARSE, JOBS_WAIT)    /* the job found `jobs` full */ \
+	MOVE(JOBS_WAIT, PARSE)    /* it went, and the parser holds bytes */ \
+	MOVE(JOBS_WAIT, READ)     /* it went, and there is no parser */ \
+	MOVE(READ, EOF)           /* the peer closed its side */ \
+	MOVE(READ, DONE)          /* a read deadline, an abort */ \
+	MOVE(PARSE, DONE)         /* a parse error, the parser closed, an abort */ \
+	MOVE(CONTINUE, DONE)      /* an abort */ \
+	MOVE(JOBS_WAIT, DONE)     /* an abort */ \
+	MOVE(BUDGET_WAIT, DONE)   /* an abort */ \
+	MOVE(EOF, DONE)           /* an answer said close, an abort */ \
+	STAY(DONE, EOF)           /* the peer's close after ours changes nothing */
 
 enum vsrv_tx {
 	VSRV_TX_IDLE = 0,    /* no send under way */
 	VSRV_TX_SENDING,     /* the batch is being sent; its end wakes us */
 	VSRV_TX_QUIET,       /* the same, but its end may not wake us (collected at the next request) */
 	VSRV_TX_LOUD,        /* was quiet for VSRV_QUIET_NS: its end wakes us, it never goes quiet again */
+	VSRV_TX_N
 };
 
+/* Between two states of a send under way the I/O layer is told whether
+ * its end wakes us; when it has ended already the state stays (that is
+ * not a STAY: vsrv__tx_to returns true and the send is collected). */
+#define VSRV_TX_MOVES(MOVE, STAY) \
+	MOVE(IDLE, SENDING)       /* a send did not end at once */ \
+	MOVE(SENDING, QUIET)      /* nothing but the next request waits for it */ \
+	MOVE(QUIET, SENDING)      /* something else waits for it now */ \
+	MOVE(QUIET, LOUD)         /* quiet for VSRV_QUIET_NS: collect it */ \
+	MOVE(SENDING, IDLE)       /* the send ended */ \
+	MOVE(QUIET, IDLE)         /* the send ended */ \
+	MOVE(LOUD, IDLE)          /* the send ended */
+
+/* Listed in the order a connection ends, and it moves forward only (a
+ * static_assert in conn.c checks every move): `end >= VSRV_END_ABORTED`
+ * means aborted or closing. */
 enum vsrv_end {
 	VSRV_END_OPEN = 0,   /* requests and answers go on */
-	VSRV_END_FAILED,     /* a request failed to parse: linger once its answer is out */
+	VSRV_END_FAILED,     /* an answer went before its request was read whole: linger once it is out */
 	VSRV_END_LINGER,     /* our side is shut: input is read and dropped for a while, then close */
 	VSRV_END_ABORTED,    /* stop now: nothing more is sent; close */
 	VSRV_END_CLOSING,    /* vio_conn_close under way; nothing else happens */
+	VSRV_END_N
 };
+
+#define VSRV_END_MOVES(MOVE, STAY) \
+	MOVE(OPEN, FAILED)        /* a parse error or a 408 is answered */ \
+	MOVE(FAILED, LINGER)      /* that answer is out */ \
+	MOVE(OPEN, ABORTED)       /* a reset, an error, a timeout, out of memory, a cut */ \
+	MOVE(FAILED, ABORTED)     /* the same while the answer waits */ \
+	MOVE(LINGER, ABORTED)     /* the client closed, or a bound passed */ \
+	MOVE(OPEN, CLOSING)       /* everything answered, nothing more to read */ \
+	MOVE(ABORTED, CLOSING)    /* aborted: close */ \
+	STAY(ABORTED, FAILED)     /* the failure's answer aborted (out of memory) */
 
 /* tx_acked before the first look at the socket's progress of a batch. */
 #define VSRV_ACKED_UNSEEN UINT64_MAX
@@ -554,11 +609,18 @@ void vsrv__respond_text(struct vsrv_conn *c, const struct vsrv_reply_to *to, int
 
 /* conn.c */
 extern const struct vrt_task_vtable vsrv__conn_vt;
-/* The receive and send machines' transitions (the only writers of c->rx
- * and c->tx; c->end moves in conn.c alone). vsrv__tx_to is true when the
- * send under way has ended already (collect it now). */
+/* The three machines' transitions, the only writers of c->rx, c->tx and
+ * c->end (their moves: VSRV_RX_MOVES and the others, above). vsrv__tx_to
+ * is true when the send under way has ended already (collect it now).
+ * vsrv__end_to takes `now` for the linger's deadline; other files end a
+ * connection through vsrv__conn_abort and vsrv__conn_fail. */
 void vsrv__rx_to(struct vsrv_conn *c, enum vsrv_rx to);
 bool vsrv__tx_to(struct vsrv_conn *c, enum vsrv_tx to);
+void vsrv__end_to(struct vsrv_conn *c, enum vsrv_end to, int64_t now);
+/* The states' names, for the trace and the logs ("READ", "QUIET", ...). */
+extern const char *const vsrv__rx_name[VSRV_RX_N];
+extern const char *const vsrv__tx_name[VSRV_TX_N];
+extern const char *const vsrv__end_name[VSRV_END_N];
 /* The parser's phase (IDLE without a parser). */
 enum vhttp_phase vsrv__parser_phase(const struct vsrv_conn *c);
 /* A connection accepted just before the drain gets this long for its

@@ -71,6 +71,14 @@ endif
 endif
 EXTRA_DIST += tests/integration/test_alloc.py
 
+# The connection's three state machines: every listed move, whole paths,
+# the trace, and a move off the lists stopping the process.
+check_PROGRAMS += tests/unit/test_server_conn
+TESTS += tests/unit/test_server_conn
+tests_unit_test_server_conn_SOURCES = tests/unit/test_server_conn.c
+tests_unit_test_server_conn_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_server_conn_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
+
 # The connection-object pool under concurrent take / give back.
 check_PROGRAMS += tests/unit/test_server_pool
 TESTS += tests/unit/test_server_pool
