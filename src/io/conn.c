@@ -60,6 +60,19 @@ void vio_conn_init(struct vio_conn *c, int fd)
 	vio_timer_init(&c->deadline);
 }
 
+int64_t vio_conn_rx_at(const struct vio_conn *c)
+{
+	/* Relaxed: a statistic, written by whichever worker reaped. */
+	return atomic_load_explicit(&c->rx_at, memory_order_relaxed);
+}
+
+void vio_conn_trace_tx(struct vio_conn *c, int64_t *at)
+{
+	if (at)
+		at[0] = at[1] = 0;
+	c->trace_tx = at;
+}
+
 int vio_conn_set_deadline(struct vio_conn *c, int64_t deadline_ns)
 {
 	if (deadline_ns == 0) {

@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include "io/internal.h"
+#include "base/time.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -72,12 +73,22 @@ static bool attempt(struct vio_worker *w, struct vio_op *op)
 		while (r < 0 && errno == EINTR);
 		if (r < 0 && would_block(errno))
 			return false;
-		if (r > 0)
+		if (r > 0) {
 			VIO_STAT_ADD(w, recv_bytes, (uint64_t)r);
+			/* vio_conn_rx_at. Relaxed: a statistic. */
+			if (!atomic_load_explicit(&op->conn->rx_at, memory_order_relaxed))
+				atomic_store_explicit(&op->conn->rx_at, vb_now_ns(),
+						      memory_order_relaxed);
+		}
 		op->res = r < 0 ? -errno : (int32_t)r;
 		return true;
 	case VIO_K_SEND:
 	case VIO_K_SENDV:
+		/* Relaxed: a statistic (vio_conn_rx_at: bytes since the last
+		 * send). */
+		atomic_store_explicit(&op->conn->rx_at, 0, memory_order_relaxed);
+		if (vb_unlikely(op->conn->trace_tx != NULL) && !op->conn->trace_tx[0])
+			op->conn->trace_tx[0] = vb_now_ns(); /* vio_conn_trace_tx */
 		for (;;) {
 			if (op->kind == VIO_K_SEND) {
 				r = send(fd, (char *)op->buf + op->done, op->len - op->done,
@@ -93,6 +104,8 @@ static bool attempt(struct vio_worker *w, struct vio_op *op)
 				VIO_STAT_ADD(w, send_bytes, (uint64_t)r);
 				if (!vio__op_send_advance(op, (size_t)r)) {
 					op->res = 0;
+					if (vb_unlikely(op->conn->trace_tx != NULL))
+						op->conn->trace_tx[1] = vb_now_ns();
 					return true;
 				}
 				continue;

@@ -233,7 +233,8 @@ struct vio_conn {
 	_Atomic uint32_t close_count;    /* private: abandon countdown */
 	struct vio_timer deadline;       /* private */
 	struct vio_worker *last_worker;  /* private: migration statistics */
-	_Atomic int64_t rx_at;           /* private: rx_tx histogram's start (uring) */
+	_Atomic int64_t rx_at;           /* private: rx_tx histogram's start; vio_conn_rx_at */
+	int64_t *trace_tx;               /* private: vio_conn_trace_tx's stamps, or NULL */
 	struct vio_worker *fx_w;         /* private: the worker whose registered-file
 					  * table holds fd (uring, fixed_files), or NULL;
 					  * written by the task before its first
@@ -271,6 +272,21 @@ enum vrt_poll vio_conn_sendv(struct vio_conn *c, struct iovec *iov, unsigned iov
  * (false) when no send is under way.
  */
 bool vio_conn_tx_quiet(struct vio_conn *c, bool quiet);
+/*
+ * Request tracing (sampled by the caller; nothing is stamped otherwise).
+ * vio_conn_rx_at: when the driver reaped the first bytes received since
+ * the connection's last send was handed to the kernel (vb_now_ns of that
+ * reap; 0 when none, or not yet known). vio_conn_trace_tx: the next send's
+ * hand-over to the kernel (io_uring: the enter that submits it; libev: its
+ * first syscall) goes to at[0] and its completion (the reap of its last
+ * completion; libev: the syscall that finished it) to at[1], both
+ * vb_now_ns, 0 until then; NULL stops. Task side; `at` stays valid until
+ * the send is collected and the call with NULL that follows. at[] is
+ * written by the send's owner before the completion the task collects
+ * ([IO1]/[IO2] order it).
+ */
+int64_t vio_conn_rx_at(const struct vio_conn *c);
+void vio_conn_trace_tx(struct vio_conn *c, int64_t *at);
 /* shutdown(2) the write side (half-close). Never blocks. 0 or -errno. */
 int vio_conn_shutdown_write(struct vio_conn *c);
 /* Cancel what is pending, then close the socket: *res = 0 or -errno. With

@@ -369,6 +369,8 @@ static unsigned sq_scan(struct vio_worker *w, unsigned from, unsigned to, int64_
 			quiet++;
 		/* Relaxed: a statistic; the stamp may come from another
 		 * worker's reap (a migrated connection), any value will do. */
+		if (vb_unlikely(op->conn->trace_tx != NULL) && !op->conn->trace_tx[0])
+			op->conn->trace_tx[0] = now; /* vio_conn_trace_tx */
 		t = atomic_load_explicit(&op->conn->rx_at, memory_order_relaxed);
 		if (!t)
 			continue;
@@ -771,6 +773,8 @@ static void op_cqe(struct vio_worker *w, struct vio_op *op, int res)
 		} else if (res == 0) {
 			res = -EPIPE; /* nothing taken from a non-empty send */
 		}
+		if (vb_unlikely(op->conn->trace_tx != NULL))
+			op->conn->trace_tx[1] = uw_of(w)->reap_ns; /* vio_conn_trace_tx */
 		break;
 	case VIO_K_RECV:
 		if (res > 0) {
