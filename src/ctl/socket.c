@@ -668,6 +668,7 @@ static void *control_thread(void *arg)
 	int64_t due = INT64_MAX; /* no client yet */
 	bool more = false;
 
+	pthread_setname_np(pthread_self(), "vctl"); /* comm: top -H, perf sched */
 	for (;;) {
 		int n = epoll_wait(ctl->epfd, evs, 32, more ? 0 : next_timeout_ms(ctl, due, vb_now_ns()));
 		if (n < 0 && errno != EINTR) {

@@ -48,6 +48,7 @@
  *   after vrt_new returned; workers_joined: release store after the joins
  *   in vrt_shutdown pairs with the acquire load in vrt__worker_cpu_ns [M2].
  */
+#include "config.h"
 #include "rt/internal.h"
 #include "base/log.h"
 #include "base/time.h"
@@ -92,6 +93,11 @@ void vrt__worker_measure_start(struct vrt_worker *w)
 	if (pthread_getcpuclockid(pthread_self(), &w->cpu_clock) != 0)
 		w->cpu_clock = CLOCK_THREAD_CPUTIME_ID; /* never: read as 0 below */
 	w->tid = (pid_t)syscall(SYS_gettid);
+	/* The thread's name (comm: top -H, perf sched, /proc/PID/task/TID)
+	 * says which worker it is. */
+	char name[16];
+	snprintf(name, sizeof(name), "vrt-w%u", w->id);
+	pthread_setname_np(pthread_self(), name);
 }
 
 static uint64_t ts_ns(const struct timespec *ts)
@@ -348,6 +354,7 @@ static void *monitor_main(void *arg)
 {
 	struct vrt *rt = arg;
 
+	pthread_setname_np(pthread_self(), "vrt-monitor"); /* comm, as the workers' */
 	for (;;) {
 		/* relaxed: a tunable. */
 		unsigned warn = atomic_load_explicit(&rt->mon.warn_ms, memory_order_relaxed);
