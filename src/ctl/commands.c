@@ -232,6 +232,74 @@ static json_t *cmd_hist(struct vctl *ctl, const struct vctl_peer *peer, int argc
 	return NULL;
 }
 
+/* The records a `trace dump` returns at most in one reply, by default. */
+#define TRACE_DUMP_MAX 4096
+
+static json_t *trace_record(struct vctl *ctl, const struct vsrv_trace_rec *x)
+{
+	json_t *t = json_array(), *w = json_array();
+
+	for (unsigned p = 0; p < VSRV_TP_N; p++)
+		json_array_append_new(t, json_integer(x->t[p]));
+	for (unsigned i = 0; i < VSRV_TW_N; i++)
+		json_array_append_new(w, json_integer(x->worker[i]));
+	return json_pack("{s:s, s:i, s:o, s:I, s:I, s:I, s:o}", "kind", vsrv_kind_name(ctl->srv, x->kind),
+			 "status", (int)x->status, "workers", w, "slices", (json_int_t)x->slices, "run_ns",
+			 (json_int_t)x->run_ns, "gap_max_ns", (json_int_t)x->gap_max_ns, "t", t);
+}
+
+/* trace: the sampling and the log's counts; trace EVERY: trace one request
+ * in EVERY (0: none); trace dump [MAX]: also move up to MAX finished
+ * records into the reply (the log keeps the rest). */
+static json_t *cmd_trace(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
+{
+	struct vsrv_trace_status st;
+	struct vsrv_trace_rec *recs = NULL;
+	unsigned long max = 0, n = 0;
+	char *end;
+
+	if (!ctl->srv)
+		return vctl__error("unsupported", "trace: no server");
+	if (argc >= 2 && strcmp(argv[1], "dump") == 0) {
+		max = TRACE_DUMP_MAX;
+		if (argc == 3) {
+			max = strtoul(argv[2], &end, 10);
+			if (*end || !*argv[2] || max == 0 || max > VSRV_TRACE_LOG)
+				return USAGE;
+		}
+		if (!(recs = malloc(max * sizeof(*recs))))
+			return vctl__error("internal", "out of memory");
+	} else if (argc == 2) {
+		unsigned long every = strtoul(argv[1], &end, 10);
+
+		if (*end || !*argv[1] || every > 1000000)
+			return USAGE;
+		if (vsrv_trace_set(ctl->srv, (unsigned)every) < 0)
+			return vctl__error("internal", "trace: out of memory for the log");
+	} else if (argc == 3) {
+		return USAGE;
+	}
+	n = vsrv_trace_take(ctl->srv, recs, (unsigned)max, &st);
+	json_object_set_new(r, "every", json_integer(st.every));
+	json_object_set_new(r, "pending", json_integer(st.pending));
+	json_object_set_new(r, "sampled", json_integer((json_int_t)st.sampled));
+	json_object_set_new(r, "finished", json_integer((json_int_t)st.finished));
+	json_object_set_new(r, "lost", json_integer((json_int_t)st.lost));
+	json_object_set_new(r, "skipped", json_integer((json_int_t)st.skipped));
+	if (recs) {
+		json_t *pts = json_array(), *a = json_array();
+
+		for (unsigned p = 0; p < VSRV_TP_N; p++)
+			json_array_append_new(pts, json_string(vsrv_trace_point_name(p)));
+		for (unsigned long i = 0; i < n; i++)
+			json_array_append_new(a, trace_record(ctl, &recs[i]));
+		json_object_set_new(r, "points", pts);
+		json_object_set_new(r, "records", a);
+		free(recs);
+	}
+	return NULL;
+}
+
 static const char *apply_name(enum vctl_apply a)
 {
 	return a == VCTL_APPLY_LIVE ? "live" : a == VCTL_APPLY_RELOAD ? "reload" : "restart";
@@ -394,6 +462,9 @@ const struct vctl_cmd vctl__commands[] = {
 	{ "set", "KEY VALUE [KEY VALUE]...", 2, -1, VCTL_OPERATOR, "change live keys (all or none)", "set", cmd_set },
 	{ "clear", "counters", 1, 1, VCTL_OPERATOR, "restart the counters `stats` shows from zero", "clear",
 	  cmd_clear },
+	{ "trace", "[EVERY | dump [MAX]]", 0, 2, VCTL_OPERATOR,
+	  "per-request timestamps at each hand-over for one request in EVERY (0: off); dump takes the records",
+	  "trace", cmd_trace },
 	{ "reload", "", 0, 0, VCTL_ADMIN, "re-read the configuration file (as SIGHUP)", "reload", cmd_reload },
 	{ "drain", "", 0, 0, VCTL_ADMIN, "turn not-ready (/readyz 503) for load balancers", "drain", cmd_drain },
 	{ "undrain", "", 0, 0, VCTL_ADMIN, "turn ready again", "drain", cmd_undrain },

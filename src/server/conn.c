@@ -528,6 +528,8 @@ static enum vrt_poll conn_send(struct vsrv_conn *c, int64_t now, bool *progress)
 		 * then seem to take no time at all (or less than none). */
 		c->tx_since = c->tx_mark = vb_now_ns();
 		c->tx_acked = VSRV_ACKED_UNSEEN;
+		if (vb_unlikely(c->trace_seq))
+			vsrv__trace_send(c);
 	}
 	p = vio_conn_sendv(&c->io, c->out->iov, c->out->niov, &res);
 	if (p == VRT_PENDING) {
@@ -747,6 +749,7 @@ static void conn_drop(struct vrt_task *t)
 	if (c->slots)
 		vsrv__spare_put(srv, VSRV_SPARE_SLOTS, (void *)c->slots);
 	free(c->alog);
+	free(c->trace);
 	vsrv__conn_dealloc(srv, c);
 	/* Relaxed: vsrv_stop polls it; the memory above is already free. */
 	VB_LINE_WRITE(srv_conns);

@@ -124,6 +124,7 @@ struct vsrv_reply_to {
 	bool close;               /* the answer closes the connection (the
 				   * request's wish; the encoded answer's fact) */
 	bool head_only;           /* HEAD: no body bytes */
+	bool traced;              /* sampled: its connection's trace record is its (trace.c) */
 };
 
 /*
@@ -312,6 +313,12 @@ struct vsrv_conn {
 	/* The access log's request lines, by seq & slot_mask: allocated the
 	 * first time a request arrives with log.access on; freed by drop. */
 	struct vsrv_access *alog;
+	/* Request tracing (trace.c): the record of the one sampled request
+	 * in flight (allocated at the first, freed by drop; exec and writers
+	 * stamp it through job->conn while job->to.traced says so) and its
+	 * sequence number + 1 (0: none in flight). */
+	struct vsrv_trace *trace;
+	uint64_t trace_seq;
 	char ibuf[VSRV_IBUF];  /* reads while there is no parser; lingering */
 };
 
@@ -383,6 +390,8 @@ struct vsrv {
 		_Atomic bool access_log;
 		_Atomic uint64_t spin_max_n, sleep_max_ms;
 		_Atomic uint32_t codel_target_ms, codel_interval_ms;
+		/* Not a configuration key: vsrv_trace_set (trace.c), 0 off. */
+		_Atomic uint32_t trace_every;
 	} live;
 	struct vrt *rt;
 	struct vio *io;
@@ -444,6 +453,13 @@ struct vsrv {
 
 	/* admit.c: on_full = codel (its lines are its own, admit.h) */
 	struct vsrv_admit admit;
+
+	/* trace.c: finished trace records waiting for vsrv_trace_take (only
+	 * sampled requests take the mutex). */
+	vb_cacheline_aligned pthread_mutex_t trace_mu;
+	struct vsrv_trace_rec *trace_log;  /* [VSRV_TRACE_LOG], NULL until tracing is first on */
+	unsigned trace_head, trace_len;
+	uint64_t trace_finished, trace_lost;
 };
 
 /* Counters of different workers never share a line; the connection count
@@ -571,6 +587,56 @@ static inline bool vsrv__closing(const struct vsrv *srv)
 {
 	return vsrv__draining(srv) || atomic_load_explicit(&srv->unready, memory_order_relaxed);
 }
+
+/* ------------------------------------------------------------- tracing */
+
+/*
+ * Per-request timestamps, sampled (trace.c, doc/server.md): one request in
+ * vsrv_trace_set's EVERY (per worker, counted at parse) gets a record with
+ * the vb_now_ns of each hand-over; a record goes to the server's log when
+ * its send is collected. Off: a relaxed load at parse, a byte test in the
+ * stages, a pointer test on the connection's output path.
+ */
+struct vsrv_trace {
+	struct vsrv_trace_rec r;
+	int64_t slice_end;        /* the last slice's end (exec) */
+};
+
+
+/* The parse stage, at request seq of c: sampled? Fills the record's
+ * first stamps (client, reap, run = now, parsed) when it is. */
+bool vsrv__trace_pick(struct vsrv_conn *c, const struct vhttp_request *req, uint64_t seq,
+		      int64_t now);
+static inline bool vsrv__trace_begin(struct vsrv_conn *c, const struct vhttp_request *req,
+				     uint64_t seq, int64_t now)
+{
+	/* Relaxed: a setting on its own; its line is read per request anyway
+	 * (the access log's switch). */
+	if (vb_likely(atomic_load_explicit(&c->srv->live.trace_every, memory_order_relaxed) == 0))
+		return false;
+	return vsrv__trace_pick(c, req, seq, now);
+}
+/* Stamp point p of a traced job (parse stage, exec, writer: while it holds
+ * its connection). */
+void vsrv__trace_mark(struct vsrv_trace *tr, enum vsrv_trace_point p);
+static inline void vsrv__trace_job(const struct vsrv_job *job, enum vsrv_trace_point p)
+{
+	if (vb_unlikely(job->to.traced))
+		vsrv__trace_mark(job->conn->trace, p);
+}
+/* A slice of a traced job began at `start` and just ended (done: its
+ * last). */
+void vsrv__trace_slice(struct vsrv_trace *tr, int64_t start, bool done);
+static inline void vsrv__trace_job_slice(const struct vsrv_job *job, int64_t start, bool done)
+{
+	if (vb_unlikely(job->to.traced))
+		vsrv__trace_slice(job->conn->trace, start, done);
+}
+/* The connection task (output.c): response seq went into the batch; the
+ * batch's send starts; the batch went out (the record is finished). */
+void vsrv__trace_collected(struct vsrv_conn *c);
+void vsrv__trace_send(struct vsrv_conn *c);
+void vsrv__trace_sent(struct vsrv_conn *c);
 
 /* output.c: the connection's send batch and its own answers (task). */
 /* Room for one more response, and no send under way. */

@@ -10,7 +10,8 @@ libvolt_a_SOURCES += \
 	src/server/deadline.c \
 	src/server/output.c \
 	src/server/memory.c \
-	src/server/stages.c
+	src/server/stages.c \
+	src/server/trace.c
 
 # Integration tests: a real voltd per I/O backend (tests/integration/httputil.py).
 TESTS += \
@@ -22,7 +23,8 @@ TESTS += \
 	tests/integration/test_seam.py \
 	tests/integration/test_access_log.py \
 	tests/integration/test_admit.py \
-	tests/integration/test_linger.py
+	tests/integration/test_linger.py \
+	tests/integration/test_trace.py
 EXTRA_DIST += \
 	tests/integration/httputil.py \
 	tests/integration/test_access_log.py \
@@ -34,7 +36,8 @@ EXTRA_DIST += \
 	tests/integration/test_seam.py \
 	tests/integration/test_line_audit.py \
 	tests/integration/test_admit.py \
-	tests/integration/test_linger.py
+	tests/integration/test_linger.py \
+	tests/integration/test_trace.py
 
 # Only a build with --enable-line-audit counts shared-line writes (scripts/test's
 # ASan tree); elsewhere the test would have nothing to read.

@@ -66,6 +66,8 @@ static void batch_meta(struct vsrv_conn *c, struct vsrv_job *job, unsigned kind,
 	b->t0[b->n] = t0;
 	b->n++;
 	b->close_after |= close;
+	if (vb_unlikely(c->trace_seq))
+		vsrv__trace_collected(c);
 }
 
 static void batch_add_job(struct vsrv_conn *c, struct vsrv_job *job)
@@ -148,6 +150,8 @@ bool vsrv__batch_done(struct vsrv_conn *c, int64_t now)
 	struct vsrv_batch *b = c->out;
 	bool close_after;
 
+	if (vb_unlikely(c->trace_seq))
+		vsrv__trace_sent(c); /* before sent_seq moves */
 	for (unsigned i = 0; i < b->n; i++)
 		vsrv__count_response(srv, b->kind[i], b->status[i], b->t0[i], now);
 	/* Relaxed: a setting on its own (server.c's Ordering block). */

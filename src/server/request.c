@@ -158,6 +158,7 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 	bool waits = false;
 
 	VSRV_INC(srv, requests);
+	to.traced = vsrv__trace_begin(c, req, to.seq, now);
 	vsrv__access_note(c, to.seq, req->method_name, req->target, req->target_len);
 	int r = own_route(req->path, req->path_len);
 	if (r >= 0) {
@@ -212,6 +213,7 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 		job->held = body_len;
 		vsrv__hold(srv, (int64_t)body_len);
 	}
+	vsrv__trace_job(job, VSRV_TP_QUEUED);
 	waits = dispatch(c, job);
 out:
 	vhttp_request_release(c->parser, req); /* its memory for the next */

@@ -369,6 +369,7 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 	srv->rt = rt;
 	srv->io = io;
 	pthread_mutex_init(&srv->reg_mu, NULL);
+	pthread_mutex_init(&srv->trace_mu, NULL);
 	vsrv__mem_init(srv);
 	atomic_init(&srv->inflight, 0);
 	atomic_init(&srv->copies, 0);
@@ -682,6 +683,8 @@ void vsrv_free(struct vsrv *srv)
 		free(srv->ws);
 	}
 	pthread_mutex_destroy(&srv->reg_mu);
+	pthread_mutex_destroy(&srv->trace_mu);
+	free(srv->trace_log);
 	free(srv);
 }
 
@@ -769,8 +772,7 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 	for (unsigned k = 0; k < srv->n_kinds; k++) {
 		struct vsrv_kind_stats *ks = &out->kinds[k];
 
-		ks->name = k < VSRV_ROUTES ? vsrv__route_name(k)
-			   : k == srv->kind_other ? "other" : vjob_kind_at(k - VSRV_ROUTES)->name;
+		ks->name = vsrv_kind_name(srv, k);
 		for (unsigned w = 0; w <= srv->nworkers; w++) {
 			if (!tmp) {
 				vb_hist_snapshot(&srv->ws[w].lat[k], &ks->lat);
@@ -791,6 +793,12 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 	out->inflight_bytes += out->inflight_copies_bytes;
 	vsrv__admit_stats(srv, out);
 	free(tmp);
+}
+
+const char *vsrv_kind_name(const struct vsrv *srv, unsigned k)
+{
+	return k < VSRV_ROUTES ? vsrv__route_name(k)
+	       : k == srv->kind_other ? "other" : vjob_kind_at(k - VSRV_ROUTES)->name;
 }
 
 void vsrv_stats_log(struct vsrv *srv)

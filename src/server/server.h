@@ -220,6 +220,8 @@ extern const size_t vsrv_kind_metrics_n;
 	X(spares_made, COUNTER, "", \
 	  "request buffers (parsers, slots, batches, jobs) allocated because the worker's cache and the depot were empty: the pool growing to the load") \
 	X(spares_freed, COUNTER, "", "request buffers freed because the worker's cache and the depot were full: the pool shrinking") \
+	X(trace_sampled, COUNTER, "", "requests picked for a trace record (voltctl trace)") \
+	X(trace_skipped, COUNTER, "", "picks skipped because the connection's trace record was in use") \
 	X(inflight_bytes, GAUGE_SNAP, "bytes", \
 	  "request and reply body bytes, and received bytes copied for connections that do not read, held now (max_inflight_bytes)", \
 	  "inflight") \
@@ -254,6 +256,69 @@ extern const struct vb_metric vsrv_metrics[];
 extern const size_t vsrv_metrics_n;
 extern const struct vb_metric_group vsrv_metric_groups[];
 extern const size_t vsrv_metric_groups_n;
+
+/* ------------------------------------------------------------- tracing */
+
+/*
+ * Per-request timestamps at each hand-over, for one request in `every`
+ * (doc/server.md, "Tracing"): vb_now_ns (CLOCK_MONOTONIC) at each point,
+ * 0 where the request did not pass (a /healthz has no job) or the backend
+ * cannot say.
+ */
+enum vsrv_trace_point {
+	VSRV_TP_CLIENT,   /* the client's own send time: query parameter trace_t0 */
+	VSRV_TP_REAP,     /* the driver reaped the request's first bytes */
+	VSRV_TP_RUN,      /* the connection task's poll that parsed it began */
+	VSRV_TP_PARSED,   /* parsed */
+	VSRV_TP_QUEUED,   /* offered to `jobs` */
+	VSRV_TP_EXEC,     /* an executor took it */
+	VSRV_TP_SLICE1,   /* its first slice began */
+	VSRV_TP_DONE,     /* its last slice ended */
+	VSRV_TP_WRITER,   /* a writer took it from `replies` */
+	VSRV_TP_DEPOSIT,  /* in its connection's slot, the connection woken */
+	VSRV_TP_COLLECT,  /* in the connection's send batch */
+	VSRV_TP_SEND,     /* the batch's send asked for */
+	VSRV_TP_ENTER,    /* the send handed to the kernel */
+	VSRV_TP_SENT,     /* its completion reaped */
+	VSRV_TP_END,      /* the connection collected the send */
+	VSRV_TP_N
+};
+/* The point's name in replies ("client", "reap", ...); NULL past the end. */
+const char *vsrv_trace_point_name(unsigned p);
+
+enum { VSRV_TW_PARSE, VSRV_TW_EXEC, VSRV_TW_WRITER, VSRV_TW_SEND, VSRV_TW_N };
+
+struct vsrv_trace_rec {
+	int64_t t[VSRV_TP_N];
+	int64_t run_ns;           /* time inside the kind's slices */
+	int64_t gap_max_ns;       /* the longest wait between two of its slices */
+	uint32_t slices;
+	uint16_t status;
+	uint8_t kind;             /* index of vsrv_stats.kinds */
+	int8_t worker[VSRV_TW_N]; /* who parsed, ran, encoded, sent it (-1: nobody) */
+};
+
+struct vsrv_trace_status {
+	unsigned every;           /* 0: off */
+	unsigned pending;         /* finished records not taken yet */
+	uint64_t sampled;         /* requests picked */
+	uint64_t finished;        /* records that reached the log */
+	uint64_t lost;            /* finished with the log full (not kept) */
+	uint64_t skipped;         /* picked while its connection had one in flight */
+};
+
+/* Trace one request in `every` from now on (0: none). The log is
+ * allocated the first time (VSRV_TRACE_LOG records, kept until vsrv_free).
+ * 0 or -ENOMEM. Any thread. */
+int vsrv_trace_set(struct vsrv *srv, unsigned every);
+/* Move up to max finished records, oldest first, to out; *st (may be
+ * NULL) the counts after. Returns how many. Any thread. Out may be NULL
+ * when max is 0. */
+#define VSRV_TRACE_LOG 16384 /* finished records the log keeps */
+unsigned vsrv_trace_take(struct vsrv *srv, struct vsrv_trace_rec *out, unsigned max,
+			 struct vsrv_trace_status *st);
+/* The name of kind index k (vsrv_stats.kinds[k].name). */
+const char *vsrv_kind_name(const struct vsrv *srv, unsigned k);
 
 /* What the server has freed so far, roughly (connections closed, bytes
  * sent: each gives buffers back): a cheap hint for whoever trims malloc's

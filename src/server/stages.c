@@ -150,6 +150,7 @@ void vsrv__job_deposit(struct vsrv *srv, struct vsrv_job *job)
 	struct vsrv_conn *c = job->conn;
 
 	vsrv__job_stage(srv, job, VSRV_J_SEND);
+	vsrv__trace_job(job, VSRV_TP_DEPOSIT);
 	job->conn = NULL; /* the slot owns the job now, without a reference */
 	/* [S1] release: publishes the encoded job; pairs with [S2]. */
 	atomic_store_explicit(&c->slots[job->to.seq & c->slot_mask], job, memory_order_release);
@@ -391,6 +392,7 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 				continue;
 			}
 			struct vsrv_job *taken = vch_ptr(v);
+			vsrv__trace_job(taken, VSRV_TP_EXEC);
 			/* codel: how long it waited in `jobs`; too long in an
 			 * overloaded queue: 503, unrun (admit.c). */
 			if (srv->cfg.on_full == VSRV_ON_FULL_CODEL &&
@@ -417,7 +419,9 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 		}
 		/* The job kind names this poll in a stall report. */
 		vrt_poll_label(vjob_kind_of(job->vj)->name);
-		switch (vjob_step(job->vj, vjob_slice_deadline(&srv->jcfg, now))) {
+		enum vjob_step js = vjob_step(job->vj, vjob_slice_deadline(&srv->jcfg, now));
+		vsrv__trace_job_slice(job, now, js == VJOB_DONE);
+		switch (js) {
 		case VJOB_DONE:
 			x->out = job;
 			break;
@@ -474,6 +478,7 @@ static enum vrt_poll writer_poll(struct vrt_task *t)
 			job_drop(srv, job);
 			continue;
 		}
+		vsrv__trace_job(job, VSRV_TP_WRITER);
 		vsrv__job_encode(srv, job);
 		vsrv__job_deposit(srv, job);
 	}

@@ -28,7 +28,8 @@ def test_every_command_as_admin_matches_its_schema(daemon):
     with Ctl(d.control) as c:
         for cmd in ["ping", "version", "help", "stats", "stats workers", "stats server", "stats kinds",
                     "metrics", "hist echo", "hist sched", "hist poll 0", "stats runtime", "config", "config scheduler.budget log.level", "schema",
-                    "set scheduler.budget 100", "clear counters", "stats", "reload", "drain", "undrain"]:
+                    "set scheduler.budget 100", "clear counters", "stats", "reload", "drain", "undrain",
+                    "trace 8", "trace dump", "trace dump 3", "trace 0", "trace"]:
             r = check(c.cmd(cmd))
             assert r["ok"] is True, (cmd, r)
         # one reply per command, errors included, on the same connection
@@ -42,11 +43,12 @@ def test_every_command_as_admin_matches_its_schema(daemon):
     names = {x["name"]: x["level"] for x in ctl(d, "help")["commands"]}
     assert names == {"ping": "user", "version": "user", "help": "user", "stats": "user", "metrics": "user",
                      "hist": "user", "config": "user", "schema": "user", "set": "operator",
-                     "clear": "operator", "reload": "admin", "drain": "admin", "undrain": "admin"}
+                     "clear": "operator", "trace": "operator", "reload": "admin", "drain": "admin",
+                     "undrain": "admin"}
     # each reply kind has a schema
     assert set(check.schemas) >= {"voltd.%s.v1" % n for n in
                                   ["error", "pong", "version", "help", "stats", "metrics", "hist", "config",
-                                   "schema", "set", "clear", "reload", "drain"]}
+                                   "schema", "set", "clear", "reload", "drain", "trace"]}
 
 
 def test_usage_errors_come_from_the_help_table(daemon):
