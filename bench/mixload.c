@@ -8,7 +8,7 @@
  * from each request's scheduled send time, so a slow server is not hidden
  * by the client waiting for it: no coordinated omission).
  *
- *   mixload -c CONNS -d SECONDS [-r RATE] [-R HEAVY_RATE] [-e HEAVY_EVERY] [-w GRACE]
+ *   mixload -c CONNS -d SECONDS [-r RATE] [-R HEAVY_RATE] [-e HEAVY_EVERY] [-w GRACE] [-T FILE]
  *           HOST:PORT LIGHT_PATH [HEAVY_PATH]
  *
  * -r 0 (default): closed loop, each connection sends its next request when
@@ -32,6 +32,12 @@
  * duration_s is the measured window (open loop: the schedule's). Targets
  * any address (the benchmark uses 127.0.0.1 only); bounded by -d and -w.
  * Single-threaded (epoll), like wrk -t1. Responses must carry Content-Length.
+ *
+ * -T FILE (bench/attrib): every request carries its send time as the query
+ * parameter trace_t0 (CLOCK_MONOTONIC ns; voltd's trace records keep it),
+ * and FILE gets one line per answered request: "CLASS SCHEDULED SENT DONE
+ * STATUS" (ns; CLASS 0 light, 1 heavy; SCHEDULED is SENT in closed loop),
+ * so that a client's view joins the server's by SENT.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -62,6 +68,8 @@ struct conn {
 	bool busy;
 	int cls;
 	int64_t t0;          /* scheduled (open loop) or send time */
+	int64_t sent;        /* -T: when the request was written */
+	char tbuf[1024];     /* -T: the request with its trace_t0 */
 	char *out;
 	size_t outlen, outoff;
 	char in[65536];
@@ -85,6 +93,15 @@ static unsigned busy_n;
 static struct conn **idle;
 static size_t idle_head, idle_n, idle_cap;
 static int ep;
+/* -T: the request line's parts around trace_t0, and the records. */
+static const char *trace_path;
+static const char *tpath[NCLASS], *thost;
+struct trec {
+	int64_t sched, sent, done;
+	int cls, status;
+};
+static struct trec *trecs;
+static size_t ntrec, trec_cap;
 
 static int64_t now_ns(void)
 {
@@ -188,7 +205,31 @@ static void send_req(struct conn *c, int cls, int64_t t0)
 	c->out = req[cls];
 	c->outlen = reqlen[cls];
 	c->outoff = 0;
+	if (trace_path) {
+		int n;
+
+		c->sent = now_ns();
+		n = snprintf(c->tbuf, sizeof(c->tbuf), "GET %s%ctrace_t0=%lld HTTP/1.1\r\nHost: %s\r\n\r\n",
+			     tpath[cls], strchr(tpath[cls], '?') ? '&' : '?', (long long)c->sent, thost);
+		if (n > 0 && (size_t)n < sizeof(c->tbuf)) {
+			c->out = c->tbuf;
+			c->outlen = (size_t)n;
+		}
+	}
 	flush_out(c);
+}
+
+static void trec_add(struct conn *c, int64_t now, int status)
+{
+	if (ntrec == trec_cap) {
+		trec_cap = trec_cap ? 2 * trec_cap : 65536;
+		trecs = realloc(trecs, trec_cap * sizeof(*trecs));
+		if (!trecs) {
+			perror("realloc");
+			exit(1);
+		}
+	}
+	trecs[ntrec++] = (struct trec){ c->t0, c->sent, now, c->cls, status };
 }
 
 /* Closed loop: the class of the next request (every Nth heavy). */
@@ -253,6 +294,8 @@ static bool on_readable(struct conn *c, int64_t now)
 			status_err[c->cls]++;
 		else
 			lat_add(&lats[c->cls], now - c->t0);
+		if (trace_path)
+			trec_add(c, now, status);
 		memmove(c->in, c->in + n, c->inlen - (size_t)n);
 		c->inlen -= (size_t)n;
 		set_idle(c);
@@ -300,7 +343,7 @@ int main(int argc, char **argv)
 	char host[64];
 	int opt;
 
-	while ((opt = getopt(argc, argv, "c:d:r:R:e:w:")) != -1) {
+	while ((opt = getopt(argc, argv, "c:d:r:R:e:w:T:")) != -1) {
 		switch (opt) {
 		case 'c': conns = (unsigned)atoi(optarg); break;
 		case 'd': secs = atof(optarg); break;
@@ -308,6 +351,7 @@ int main(int argc, char **argv)
 		case 'R': rate[HEAVY] = atof(optarg); break;
 		case 'e': heavy_every = (unsigned)atoi(optarg); break;
 		case 'w': grace = atof(optarg); break;
+		case 'T': trace_path = optarg; break;
 		default: goto usage;
 		}
 	}
@@ -317,7 +361,7 @@ int main(int argc, char **argv)
 	    ((heavy_every || rate[HEAVY] > 0) && argc - optind < 3)) {
 usage:
 		fprintf(stderr, "usage: mixload -c CONNS -d SECONDS [-r RATE] [-R HEAVY_RATE] [-e HEAVY_EVERY] "
-			"[-w GRACE] HOST:PORT LIGHT_PATH [HEAVY_PATH]\n"
+			"[-w GRACE] [-T FILE] HOST:PORT LIGHT_PATH [HEAVY_PATH]\n"
 			"(-e is for the closed loop, -R for the open loop)\n");
 		return 2;
 	}
@@ -336,6 +380,9 @@ usage:
 	req[LIGHT] = make_req(argv[optind], argv[optind + 1], &reqlen[LIGHT]);
 	req[HEAVY] = make_req(argv[optind], argc - optind >= 3 ? argv[optind + 2] : argv[optind + 1],
 			      &reqlen[HEAVY]);
+	tpath[LIGHT] = argv[optind + 1];
+	tpath[HEAVY] = argc - optind >= 3 ? argv[optind + 2] : argv[optind + 1];
+	thost = argv[optind];
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	cs = calloc(conns, sizeof(*cs));
 	queue = malloc(qcap * sizeof(*queue));
@@ -446,6 +493,22 @@ usage:
 		report("all", all, all_n, dur, errors[LIGHT] + errors[HEAVY],
 		       status_err[LIGHT] + status_err[HEAVY]);
 		free(all);
+	}
+	if (trace_path) {
+		FILE *f = fopen(trace_path, "w");
+
+		if (!f) {
+			perror(trace_path);
+			return 1;
+		}
+		for (size_t i = 0; i < ntrec; i++)
+			fprintf(f, "%d %lld %lld %lld %d\n", trecs[i].cls, (long long)trecs[i].sched,
+				(long long)(trecs[i].sent ? trecs[i].sent : trecs[i].sched),
+				(long long)trecs[i].done, trecs[i].status);
+		if (fclose(f) != 0) {
+			perror(trace_path);
+			return 1;
+		}
 	}
 	return 0;
 }
