@@ -106,6 +106,7 @@ static const size_t MIN_BODY_ALLOC = 4096;
 
 void vhttp_limits_default(struct vhttp_limits *l)
 {
+	*l = (struct vhttp_limits){ 0 };
 	l->max_header_bytes = VHTTP_DEFAULT_MAX_HEADER_BYTES;
 	l->max_body_bytes = VHTTP_DEFAULT_MAX_BODY_BYTES;
 	l->read_buf_bytes = VHTTP_DEFAULT_READ_BUF;
@@ -421,7 +422,8 @@ static int on_headers_complete(llhttp_t *ll)
 		p->spare = NULL;
 	} else {
 		cap = need > VHTTP_REQUEST_MIN ? need : VHTTP_REQUEST_MIN;
-		if (!(r = malloc(cap)))
+		r = p->lim.req_alloc ? p->lim.req_alloc(p->lim.req_ctx, cap) : malloc(cap);
+		if (!r)
 			return fail(p, 503, "out of memory");
 	}
 	memset(r, 0, sizeof(*r));
@@ -571,6 +573,11 @@ void vhttp_request_release(struct vhttp_parser *p, struct vhttp_request *r)
 		return;
 	free(r->body);
 	p->spare = r;
+}
+
+size_t vhttp_request_cap(const struct vhttp_request *r)
+{
+	return r->mem_cap;
 }
 
 uint8_t *vhttp_request_take_body(struct vhttp_request *r, size_t *len)

@@ -63,6 +63,12 @@ struct vhttp_limits {
 	size_t max_body_bytes;
 	/* Input buffer size; 0 picks VHTTP_DEFAULT_READ_BUF. */
 	size_t read_buf_bytes;
+	/* Where a request's memory comes from when the parser keeps none that
+	 * fits (NULL: malloc): size bytes (VHTTP_REQUEST_MIN for most), from
+	 * malloc or a pool of malloc'd blocks (the request is freed with
+	 * free()); NULL when there is none. Called on the parser's thread. */
+	void *(*req_alloc)(void *ctx, size_t size);
+	void *req_ctx;
 };
 
 #define VHTTP_DEFAULT_MAX_HEADER_BYTES 8192
@@ -136,6 +142,9 @@ struct vhttp_request {
 
 /* Free a request the caller owns (NULL is fine). */
 void vhttp_request_free(struct vhttp_request *r);
+/* Bytes of the request's allocation (VHTTP_REQUEST_MIN for most): what a
+ * pool of request memory keeps. */
+size_t vhttp_request_cap(const struct vhttp_request *r);
 /* Move the body out: the caller then frees it with free(). */
 uint8_t *vhttp_request_take_body(struct vhttp_request *r, size_t *len);
 

@@ -116,9 +116,9 @@ int vhttp_response_head(const struct vhttp_response *r, char *buf, size_t cap)
 	vhttp_date(date);
 	bool ok = put(&o, "HTTP/1.1 ", 9) && put(&o, status, 4) &&
 		  puts_(&o, vhttp_status_reason(r->status)) && put(&o, "\r\nDate: ", 8) &&
-		  put(&o, date, VHTTP_DATE_LEN) &&
-		  puts_(&o, "\r\nServer: voltd\r\nContent-Length: ") &&
-		  put_u64(&o, r->content_length) && put(&o, "\r\n", 2);
+		  put(&o, date, VHTTP_DATE_LEN) && puts_(&o, "\r\nServer: voltd\r\n");
+	if (ok && vhttp_status_has_body(r->status))
+		ok = puts_(&o, "Content-Length: ") && put_u64(&o, r->content_length) && put(&o, "\r\n", 2);
 	if (ok && r->content_type)
 		ok = puts_(&o, "Content-Type: ") && puts_(&o, r->content_type) && put(&o, "\r\n", 2);
 	if (ok && r->close)
@@ -130,6 +130,10 @@ int vhttp_response_head(const struct vhttp_response *r, char *buf, size_t cap)
 	if (ok && r->retry_after_s > 0)
 		ok = puts_(&o, "Retry-After: ") && put_u64(&o, (uint64_t)r->retry_after_s) &&
 		     put(&o, "\r\n", 2);
+	if (r->open)
+		return ok ? (int)(o.p - buf) : -ENOSPC;
+	if (ok && r->fields_len)
+		ok = put(&o, r->fields, r->fields_len);
 	if (ok)
 		ok = put(&o, "\r\n", 2);
 	return ok ? (int)(o.p - buf) : -ENOSPC;

@@ -36,6 +36,14 @@ struct vhttp_response {
 	uint8_t version_minor;     /* the request's HTTP/1.<minor> */
 	const char *allow;         /* NULL, or the Allow value (405) */
 	int retry_after_s;         /* > 0: Retry-After seconds (503) */
+	/* More header fields, encoded ("Name: value\r\n" each, fields_len
+	 * bytes; a job's), written after the head's own. */
+	const char *fields;
+	size_t fields_len;
+	/* The head stops after its own fields, without fields[] and the blank
+	 * line: the caller sends those after it (a job's fields too long to
+	 * copy into the head's buffer). */
+	bool open;
 };
 
 static inline void vhttp_response_init(struct vhttp_response *r, int status)
@@ -44,7 +52,8 @@ static inline void vhttp_response_init(struct vhttp_response *r, int status)
 }
 
 /* Encode the head ("HTTP/1.1 <status> <reason>", Date, Server: voltd,
- * Content-Length, Content-Type, Connection, Allow, Retry-After, blank line)
+ * Content-Length (not for a status without a body: vhttp_status_has_body),
+ * Content-Type, Connection, Allow, Retry-After, the fields, blank line)
  * into buf. Returns its length, -ENOSPC when cap is too small, -EINVAL for a
  * status outside 100..599. */
 int vhttp_response_head(const struct vhttp_response *r, char *buf, size_t cap);
@@ -54,6 +63,13 @@ int vhttp_response_head(const struct vhttp_response *r, char *buf, size_t cap);
  * Returns the total length, -ENOSPC or -EINVAL. */
 int vhttp_response_text(const struct vhttp_response *r, const char *body, char *buf,
 			size_t cap);
+
+/* May a response of this status have a body (and so a Content-Length)?
+ * Not 1xx, 204 and 304 (RFC 9110 6.4.1). */
+static inline bool vhttp_status_has_body(int status)
+{
+	return status >= 200 && status != 204 && status != 304;
+}
 
 /* Reason phrase of a status ("Not Found"); "Unknown" for ones we never send. */
 const char *vhttp_status_reason(int status);

@@ -1,95 +1,113 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * jobs/job.c: the job object and its lifecycle (see job.h). No shared state:
- * a job is touched by one thread at a time.
+ * jobs/job.c: the job object and its lifecycle (see job.h): made from the
+ * request's views, stepped through the kind's callbacks, failed for it
+ * (500, 503), freed with fini run once when owed. The calls a kind makes on
+ * its job are in host.c. No shared state: a job is touched by one thread at
+ * a time.
  */
 #include "jobs/internal.h"
 #include "base/compiler.h"
 
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static void set_result(struct vjob *job, int status, const char *ctype, const uint8_t *body,
-		       size_t len, bool owned)
+static size_t state_bytes(const struct vjob_kind *kind)
 {
-	VB_BUG_ON(job->done);
-	job->res.status = status;
-	job->res.content_type = ctype;
-	job->res.body = body;
-	job->res.body_len = len;
-	job->body_owned = owned && body != (const uint8_t *)job->text;
-	job->done = true;
+	return ((size_t)kind->def.state_size + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
 }
 
-int vjob__finish_static(struct vjob *job, int status, const char *ctype, const char *text)
+size_t vjob_state_free(void)
 {
-	set_result(job, status, ctype, (const uint8_t *)text, strlen(text), false);
-	return VJOB_DONE;
-}
-
-int vjob__finish_owned(struct vjob *job, int status, const char *ctype, uint8_t *body,
-		       size_t len)
-{
-	set_result(job, status, ctype, body, len, true);
-	return VJOB_DONE;
-}
-
-int vjob__finish_fmt(struct vjob *job, int status, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return -EINVAL;
-	char *s = (char *)vjob__body_buf(job, (size_t)n + 1);
-	if (!s)
-		return -ENOMEM;
-	va_start(ap, fmt);
-	vsnprintf(s, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	return vjob__finish_owned(job, status, "text/plain", (uint8_t *)s, (size_t)n);
+	return VJOB_BLOCK - sizeof(struct vjob);
 }
 
 static void run_fini(struct vjob *job)
 {
-	if (!job->fini_done && job->kind->fini)
-		job->kind->fini(job);
-	job->fini_done = true;
+	if (!job->fini_owed)
+		return;
+	job->fini_owed = false;
+	if (job->kind->def.fini) {
+		job->in_fini = true;
+		job->kind->def.fini((struct voltd_job *)job, job->state);
+		job->in_fini = false;
+	}
 }
 
-/* A kind failed: answer for it. Unfinished state is released first. */
-static void fail_job(struct vjob *job, int err)
+void vjob__response_reset(struct vjob *job)
 {
+	if (job->body_owned)
+		free((void *)job->res.body);
+	job->body_owned = false;
+	job->res.body = NULL;
+	job->res.body_len = 0;
+	job->res.hdrs_len = 0;
+	job->res.status = 200;
+}
+
+/* The job is answered: the header block gets its final "\r\n" (room for it
+ * is always kept). */
+static void finish(struct vjob *job)
+{
+	char *h = (char *)job->res.hdrs;
+
+	h[job->res.hdrs_len] = '\r';
+	h[job->res.hdrs_len + 1] = '\n';
+	job->done = true;
+}
+
+void vjob__fail(struct vjob *job, int err)
+{
+	static const char oom[] = "out of memory\n", internal[] = "internal error\n";
+	static const char ctype[] = "Content-Type: text/plain\r\n";
+	char *h = (char *)job->res.hdrs;
+
+	VB_BUG_ON(job->done);
+	/* Release the kind's state (a zlib stream) before answering. */
 	run_fini(job);
-	if (err == -ENOMEM)
-		vjob__finish_static(job, 503, "text/plain", "out of memory\n");
-	else
-		vjob__finish_static(job, 500, "text/plain", "internal error\n");
+	vjob__response_reset(job);
+	job->res.status = err == -ENOMEM ? 503 : 500;
+	job->res.body = (const uint8_t *)(err == -ENOMEM ? oom : internal);
+	job->res.body_len = err == -ENOMEM ? sizeof(oom) - 1 : sizeof(internal) - 1;
+	static_assert(sizeof(ctype) - 1 + 2 <= VJOB_HDRS, "the inline header room holds Content-Type: text/plain");
+	memcpy(h, ctype, sizeof(ctype) - 1);
+	job->res.hdrs_len = sizeof(ctype) - 1;
+	finish(job);
 }
 
-uint8_t *vjob__body_buf(struct vjob *job, size_t len)
+/* What start or step returned: DONE (fini follows at once: release library
+ * state such as a zlib stream of ~256 KiB now, not when the response has
+ * been sent), MORE or SLEEP go on, anything else fails the job. */
+static enum vjob_step after(struct vjob *job, int rc)
 {
-	return len <= sizeof(job->text) ? (uint8_t *)job->text : malloc(len);
+	switch (rc) {
+	case VOLTD_STEP_DONE:
+		run_fini(job);
+		finish(job);
+		return VJOB_DONE;
+	case VOLTD_STEP_MORE:
+		return VJOB_MORE;
+	case VOLTD_STEP_SLEEP:
+		return VJOB_SLEEP;
+	default:
+		vjob__fail(job, rc < 0 ? rc : -EPROTO);
+		return VJOB_DONE;
+	}
 }
 
-int vjob_new(const struct vjob_kind *kind, const struct vjob_config *cfg,
-	     struct vjob_input *in, struct vjob **out)
+int vjob_new(const struct vjob_kind *kind, struct vjob_input *in, struct vjob **out)
 {
-	return vjob_new_at(NULL, 0, kind, cfg, in, out);
+	return vjob_new_at(NULL, 0, kind, in, out);
 }
 
-int vjob_new_at(void *mem, size_t size, const struct vjob_kind *kind,
-		const struct vjob_config *cfg, struct vjob_input *in, struct vjob **out)
+int vjob_new_at(void *mem, size_t size, const struct vjob_kind *kind, struct vjob_input *in,
+		struct vjob **out)
 {
-	*out = NULL;
-	size_t state = (kind->state_size + alignof(max_align_t) - 1) &
-		       ~(alignof(max_align_t) - 1);
-	size_t need = sizeof(struct vjob) + state + in->query_len + 1;
+	size_t need = sizeof(struct vjob) + state_bytes(kind);
 	struct vjob *job = mem && need <= size ? memset(mem, 0, need) : calloc(1, need);
+
+	*out = NULL;
 	if (!job) {
 		free(in->body);
 		in->body = NULL;
@@ -97,23 +115,31 @@ int vjob_new_at(void *mem, size_t size, const struct vjob_kind *kind,
 	}
 	job->in_mem = job == mem;
 	job->kind = kind;
-	char *q = (char *)job->state + state;
-	if (in->query_len)
-		memcpy(q, in->query, in->query_len);
-	q[in->query_len] = '\0';
-	job->query = q;
+	job->method = in->method ? in->method : "";
+	job->path = in->path ? in->path : "";
+	job->path_len = in->path_len;
+	job->query = in->query ? in->query : "";
 	job->query_len = in->query_len;
+	job->fields = in->fields ? in->fields : "";
+	job->fields_len = in->fields_len;
+	job->n_fields = in->n_fields;
 	job->in_body = in->body;
-	job->in_len = in->body_len;
+	job->in_len = in->body ? in->body_len : 0;
 	in->body = NULL;
-
-	int rc = kind->start(job, cfg);
-	if (rc < 0)
-		fail_job(job, rc);
-	else if (rc == VJOB_DONE)
-		run_fini(job);
-	VB_BUG_ON(rc == VJOB_DONE && !job->done);
+	job->res.status = 200;
+	job->res.hdrs = job->hdrs_inline;
+	job->hdrs_cap = VJOB_HDRS;
 	*out = job;
+
+	/* fini is owed unless start refuses with -errno. */
+	job->fini_owed = true;
+	if (!kind->def.start)
+		return 0;
+	int rc = kind->def.start((struct voltd_job *)job, job->state);
+	if (rc < 0)
+		job->fini_owed = false;
+	if (after(job, rc) == VJOB_SLEEP)
+		job->sleep_pending = true;
 	return 0;
 }
 
@@ -124,6 +150,7 @@ void vjob_free(struct vjob *job)
 	run_fini(job);
 	if (job->body_owned)
 		free((void *)job->res.body);
+	free(job->hdrs_heap);
 	free(job->in_body);
 	if (!job->in_mem)
 		free(job);
@@ -133,19 +160,13 @@ enum vjob_step vjob_step(struct vjob *job, int64_t deadline_ns)
 {
 	if (job->done)
 		return VJOB_DONE;
+	if (job->sleep_pending) {
+		/* start asked for a sleep: park first, step when it ends. */
+		job->sleep_pending = false;
+		return VJOB_SLEEP;
+	}
 	job->slices++;
-	int rc = job->kind->step(job, deadline_ns);
-	if (rc < 0) {
-		fail_job(job, rc);
-		return VJOB_DONE;
-	}
-	if (rc == VJOB_DONE) {
-		VB_BUG_ON(!job->done);
-		/* Release library state (a zlib stream is ~256 KiB) now, not
-		 * when the response has been sent. */
-		run_fini(job);
-	}
-	return (enum vjob_step)rc;
+	return after(job, job->kind->def.step((struct voltd_job *)job, job->state, deadline_ns));
 }
 
 bool vjob_done(const struct vjob *job)

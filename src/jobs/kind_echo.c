@@ -1,35 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * jobs/kind_echo.c: POST /v1/echo -> 200, the request body back
- * (application/octet-stream). The body buffer moves from the input to the
- * result: no copy. Done in one step, in the exec stage like every job.
- * Threading: a job is stepped by one thread at a time (job.h).
+ * (application/octet-stream). The body buffer moves from the request to
+ * the response: no copy. Done in one step, in the exec stage like every
+ * job. Threading: the job contract of <voltd/module.h>.
  */
-#include "jobs/internal.h"
+#include "jobs/builtin.h"
 
-static int echo_start(struct vjob *job, const struct vjob_config *cfg)
+static int echo_step(struct voltd_job *job, void *state, int64_t deadline_ns)
 {
-	(void)job;
-	(void)cfg;
-	return VJOB_MORE;
-}
+	size_t n;
+	void *b = voltd->body_take(job, &n);
 
-static int echo_step(struct vjob *job, int64_t deadline_ns)
-{
+	(void)state;
 	(void)deadline_ns;
-	uint8_t *b = job->in_body;
-	size_t n = job->in_len;
-	job->in_body = NULL;
-	job->in_len = 0;
 	if (!b)
-		return vjob__finish_static(job, 200, "application/octet-stream", "");
-	return vjob__finish_owned(job, 200, "application/octet-stream", b, n);
+		return voltd->respond(job, 200, "application/octet-stream", "", 0, VOLTD_BODY_STATIC);
+	return voltd->respond(job, 200, "application/octet-stream", b, n, VOLTD_BODY_MALLOC);
 }
 
-const struct vjob_kind vjob_kind_echo = {
+const struct voltd_kind vjob_builtin_echo = {
 	.name = "echo",
-	.path = "/v1/echo",
-	.allow = "POST",
-	.start = echo_start,
+	.route = "/v1/echo",
+	.methods = "POST",
 	.step = echo_step,
+	.doc = "the request body back",
 };

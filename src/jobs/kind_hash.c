@@ -2,14 +2,12 @@
 /*
  * jobs/kind_hash.c: POST /v1/hash?alg=sha256|sha512 -> 200 text/plain, the
  * lowercase hex digest of the body and "\n" (OpenSSL libcrypto EVP). alg
- * defaults to sha256; any other value is a 400. Runs in slices of HASH_PIECE
- * bytes, checking the deadline after each. The EVP context is created at the
- * first step (queued jobs hold no library state) and freed when done.
- * Threading: a job is stepped by one thread at a time (job.h).
+ * defaults to sha256; any other value, or alg given twice, is a 400. Runs
+ * in slices of HASH_PIECE bytes, checking the deadline after each. The EVP
+ * context is created at the first step (queued jobs hold no library state)
+ * and freed when done. Threading: the job contract of <voltd/module.h>.
  */
-#include "jobs/internal.h"
-#include "base/time.h"
-#include "base/query.h"
+#include "jobs/builtin.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -25,27 +23,29 @@ struct hash_state {
 	size_t off;
 };
 
-static int hash_start(struct vjob *job, const struct vjob_config *cfg)
+static int hash_start(struct voltd_job *job, void *state)
 {
-	(void)cfg;
-	struct hash_state *s = vjob__state(job);
+	struct hash_state *s = state;
 	const char *v;
 	size_t n;
-	if (!vb_query_get(job->query, job->query_len, "alg", &v, &n) ||
-	    (n == 6 && memcmp(v, "sha256", 6) == 0))
+
+	if (voltd->query_param(job, "alg", &v, &n) < 0 || (n == 6 && memcmp(v, "sha256", 6) == 0))
 		s->md = EVP_sha256();
 	else if (n == 6 && memcmp(v, "sha512", 6) == 0)
 		s->md = EVP_sha512();
 	else
-		return vjob__finish_fmt(job, 400, "alg: sha256 or sha512\n");
-	if (vb_query_count(job->query, job->query_len, "alg") > 1)
-		return vjob__finish_fmt(job, 400, "alg: given more than once\n");
-	return VJOB_MORE;
+		return voltd->respondf(job, 400, "alg: sha256 or sha512\n");
+	if (vjob_builtin_query_count(job, "alg") > 1)
+		return voltd->respondf(job, 400, "alg: given more than once\n");
+	return VOLTD_STEP_MORE;
 }
 
-static int hash_step(struct vjob *job, int64_t deadline_ns)
+static int hash_step(struct voltd_job *job, void *state, int64_t deadline_ns)
 {
-	struct hash_state *s = vjob__state(job);
+	struct hash_state *s = state;
+	size_t len;
+	const uint8_t *body = voltd->body(job, &len);
+
 	if (!s->ctx) {
 		s->ctx = EVP_MD_CTX_new();
 		if (!s->ctx)
@@ -54,23 +54,24 @@ static int hash_step(struct vjob *job, int64_t deadline_ns)
 			return -EIO;
 	}
 	for (;;) {
-		size_t k = job->in_len - s->off;
+		size_t k = len - s->off;
 		if (k > HASH_PIECE)
 			k = HASH_PIECE;
-		if (k && EVP_DigestUpdate(s->ctx, job->in_body + s->off, k) != 1)
+		if (k && EVP_DigestUpdate(s->ctx, body + s->off, k) != 1)
 			return -EIO;
 		s->off += k;
-		if (s->off == job->in_len)
+		if (s->off == len)
 			break;
-		if (vb_now_ns() >= deadline_ns)
-			return VJOB_MORE;
+		if (voltd->now_ns() >= deadline_ns)
+			return VOLTD_STEP_MORE;
 	}
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 	if (EVP_DigestFinal_ex(s->ctx, md, &mdlen) != 1)
 		return -EIO;
 	static const char hex[] = "0123456789abcdef";
-	uint8_t *out = vjob__body_buf(job, 2 * (size_t)mdlen + 1);
+	/* Short (129 bytes at most): the job's own memory. */
+	uint8_t *out = voltd->body_alloc(job, 2 * (size_t)mdlen + 1);
 	if (!out)
 		return -ENOMEM;
 	for (unsigned i = 0; i < mdlen; i++) {
@@ -78,34 +79,27 @@ static int hash_step(struct vjob *job, int64_t deadline_ns)
 		out[2 * i + 1] = (uint8_t)hex[md[i] & 15];
 	}
 	out[2 * mdlen] = '\n';
-	return vjob__finish_owned(job, 200, "text/plain", out, 2 * (size_t)mdlen + 1);
+	if (voltd->set_header(job, "Content-Type", "text/plain") < 0)
+		return -ENOMEM;
+	return VOLTD_STEP_DONE;
 }
 
-static void hash_fini(struct vjob *job)
+static void hash_fini(struct voltd_job *job, void *state)
 {
-	struct hash_state *s = vjob__state(job);
+	struct hash_state *s = state;
+
+	(void)job;
 	EVP_MD_CTX_free(s->ctx); /* NULL is fine */
 	s->ctx = NULL;
 }
 
-static void hash_warm_up(void)
-{
-	/* One digest of each algorithm: OpenSSL 3 fetches and caches the
-	 * implementations on first use. */
-	const EVP_MD *mds[] = { EVP_sha256(), EVP_sha512() };
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int len;
-	for (size_t i = 0; i < sizeof(mds) / sizeof(mds[0]); i++)
-		(void)EVP_Digest("", 0, md, &len, mds[i], NULL);
-}
-
-const struct vjob_kind vjob_kind_hash = {
+const struct voltd_kind vjob_builtin_hash = {
 	.name = "hash",
-	.path = "/v1/hash",
-	.allow = "POST",
+	.route = "/v1/hash",
+	.methods = "POST",
 	.state_size = sizeof(struct hash_state),
 	.start = hash_start,
 	.step = hash_step,
 	.fini = hash_fini,
-	.warm_up = hash_warm_up,
+	.doc = "the hex sha256 or sha512 digest of the body, in slices",
 };

@@ -1,9 +1,14 @@
 # SPDX-License-Identifier: MIT
-# src/jobs: the job kinds, the registry and routing, and their tests.
+# src/jobs: modules (the loader, the registry and routing, the host table of
+# <voltd/module.h>), the built-in module's kinds, and their tests.
 libvolt_a_SOURCES += \
 	src/jobs/abi.c \
 	src/jobs/job.c src/jobs/job.h src/jobs/internal.h \
+	src/jobs/host.c \
+	src/jobs/module.c \
 	src/jobs/registry.c \
+	src/jobs/log.c \
+	src/jobs/builtin.c src/jobs/builtin.h \
 	src/jobs/kind_echo.c \
 	src/jobs/kind_spin.c \
 	src/jobs/kind_sleep.c \

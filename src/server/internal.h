@@ -69,7 +69,7 @@ enum vsrv_counter {
  * shared by the workers evens them out (mutex, taken once per half a
  * stash), up to VSRV_DEPOT. */
 enum vsrv_spare { VSRV_SPARE_PARSER, VSRV_SPARE_SLOTS, VSRV_SPARE_BATCH, VSRV_SPARE_JOB,
-		  VSRV_SPARE_COUNT };
+		  VSRV_SPARE_REQ, VSRV_SPARE_COUNT };
 #define VSRV_STASH 16
 #define VSRV_DEPOT 256
 struct vsrv_stash {
@@ -135,6 +135,9 @@ struct vsrv_reply_to {
 struct vsrv_job {
 	struct vsrv_conn *conn;   /* task reference held until deposited */
 	struct vjob *vj;          /* NULL for an answer made by the server itself */
+	/* The parsed request, kept with vj (whose views point into it):
+	 * released with the job (vsrv__req_put); NULL without vj. */
+	struct vhttp_request *req;
 	struct vsrv_job *next;    /* exec run queue; the per-worker cache */
 	struct vsrv_reply_to to;
 	uint8_t stage;            /* enum vsrv_jstage, for the gauges */
@@ -144,6 +147,11 @@ struct vsrv_job {
 	size_t held;              /* bytes charged to srv->inflight (vsrv__hold) */
 	const uint8_t *body;      /* bytes after the head (vj's result) */
 	size_t body_len;
+	/* vj's header fields when they do not fit head[] with voltd's own
+	 * (head then ends after voltd's fields): they go out as an iovec of
+	 * their own, xhdrs_len bytes, the head's final "\r\n" included. */
+	const char *xhdrs;
+	size_t xhdrs_len;
 	char head[VHTTP_HEAD_MAX];
 	/* vj, when it fits (vjob_new_at): a job costs one spare. */
 	alignas(max_align_t) unsigned char vj_mem[VJOB_BLOCK];
@@ -156,7 +164,7 @@ struct vsrv_job {
 #define VSRV_OBUF 2048
 
 struct vsrv_batch {
-	struct iovec iov[2 * VSRV_BATCH + 2];
+	struct iovec iov[3 * VSRV_BATCH + 2]; /* a response: head, header fields, body */
 	unsigned niov;
 	unsigned n;                       /* responses in the batch */
 	struct vsrv_job *jobs[VSRV_BATCH];/* NULL: copied into buf */
@@ -388,7 +396,6 @@ struct vsrv {
 		_Atomic uint32_t header_timeout_ms, body_timeout_ms, idle_timeout_ms;
 		_Atomic uint32_t send_timeout_ms, retry_after_s;
 		_Atomic bool access_log;
-		_Atomic uint64_t spin_max_n, sleep_max_ms;
 		_Atomic uint32_t codel_target_ms, codel_interval_ms;
 		/* Not a configuration key: vsrv_trace_set (trace.c), 0 off. */
 		_Atomic uint32_t trace_every;
@@ -515,7 +522,8 @@ void vsrv__job_stage(struct vsrv *srv, struct vsrv_job *job, enum vsrv_jstage to
 struct vsrv_job *vsrv__job_new(struct vsrv *srv, const struct vsrv_reply_to *to);
 /* Free a job: its vjob, its gauge, its connection reference (if held). */
 void vsrv__job_free(struct vsrv *srv, struct vsrv_job *job);
-/* Encode job's head from its result (writer, or parse stage). */
+/* Encode job's head from its result (writer, or parse stage): head[],
+ * and xhdrs when the kind's header fields do not fit it. */
 void vsrv__job_encode(struct vsrv *srv, struct vsrv_job *job);
 /* Hand a finished, encoded job to its connection (writer): the slot takes
  * it and the job's connection reference is released. */
@@ -541,6 +549,13 @@ void vsrv__parser_put(struct vsrv *srv, struct vhttp_parser *p);
 void *vsrv__slots_get(struct vsrv *srv, size_t n);          /* zeroed; NULL: no memory */
 struct vsrv_batch *vsrv__batch_alloc(struct vsrv *srv);     /* NULL: no memory */
 struct vsrv_job *vsrv__job_alloc(struct vsrv *srv);         /* not zeroed; NULL: no memory */
+/* A request a job kept, done with: its memory is a spare when it has the
+ * standard size (VHTTP_REQUEST_MIN), else freed. Any thread. */
+void vsrv__req_put(struct vsrv *srv, struct vhttp_request *r);
+/* The parsers' request memory (struct vhttp_limits.req_alloc, ctx the
+ * server): a spare of the standard size when one is kept, so a request a
+ * job keeps costs no allocation once warm. */
+void *vsrv__req_alloc(void *ctx, size_t size);
 /* vsrv_free: free every spare (no worker runs). */
 void vsrv__cache_free(struct vsrv *srv);
 

@@ -104,6 +104,7 @@ static const struct {
 	[VSRV_SPARE_SLOTS] = { VSRV_STASH, VSRV_DEPOT },
 	[VSRV_SPARE_BATCH] = { VSRV_STASH, 128 },
 	[VSRV_SPARE_JOB] = { VSRV_STASH, VSRV_DEPOT },
+	[VSRV_SPARE_REQ] = { VSRV_STASH, VSRV_DEPOT },
 };
 
 static void spare_free(enum vsrv_spare k, void *p)
@@ -209,6 +210,25 @@ struct vsrv_job *vsrv__job_alloc(struct vsrv *srv)
 	struct vsrv_job *job = vsrv__spare_get(srv, VSRV_SPARE_JOB);
 
 	return job ? job : malloc(sizeof(*job)); /* aligned for max_align_t */
+}
+
+void vsrv__req_put(struct vsrv *srv, struct vhttp_request *r)
+{
+	if (!r)
+		return;
+	if (vhttp_request_cap(r) != VHTTP_REQUEST_MIN) {
+		vhttp_request_free(r);
+		return;
+	}
+	free(vhttp_request_take_body(r, &(size_t){ 0 }));
+	vsrv__spare_put(srv, VSRV_SPARE_REQ, r);
+}
+
+void *vsrv__req_alloc(void *ctx, size_t size)
+{
+	void *r = size == VHTTP_REQUEST_MIN ? vsrv__spare_get(ctx, VSRV_SPARE_REQ) : NULL;
+
+	return r ? r : malloc(size);
 }
 
 void vsrv__cache_free(struct vsrv *srv)

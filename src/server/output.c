@@ -25,7 +25,7 @@
 bool vsrv__batch_open(const struct vsrv_conn *c)
 {
 	return c->tx == VSRV_TX_IDLE && (!c->out || (c->out->n < VSRV_BATCH &&
-					   c->out->niov + 2 <= VB_ARRAY_SIZE(c->out->iov)));
+					   c->out->niov + 3 <= VB_ARRAY_SIZE(c->out->iov)));
 }
 
 bool vsrv__batch_get(struct vsrv_conn *c)
@@ -76,13 +76,17 @@ static void batch_add_job(struct vsrv_conn *c, struct vsrv_job *job)
 
 	b->iov[b->niov++] = (struct iovec){ .iov_base = job->head, .iov_len = job->head_len };
 	b->bytes += job->head_len;
+	if (job->xhdrs_len) {
+		b->iov[b->niov++] = (struct iovec){ .iov_base = (void *)job->xhdrs, .iov_len = job->xhdrs_len };
+		b->bytes += job->xhdrs_len;
+	}
 	if (job->body_len) {
 		b->iov[b->niov++] = (struct iovec){ .iov_base = (void *)job->body,
 						    .iov_len = job->body_len };
 		b->bytes += job->body_len;
 	}
 	batch_meta(c, job, job->to.kind, job->status, job->to.t0, job->to.close,
-		   job->head_len + job->body_len);
+		   job->head_len + job->xhdrs_len + job->body_len);
 }
 
 void vsrv__batch_free_jobs(struct vsrv *srv, struct vsrv_batch *b)
@@ -214,80 +218,80 @@ void vsrv__reply_init(struct vsrv *srv, struct vhttp_response *r, const struct v
 	r->close = to->close || vsrv__closing(srv);
 }
 
-/*
- * Answer `to` from the parse stage. With job (owned, `to` its own; its vjob
- * finished) the answer is the vjob's result; without, r's status with a
- * short text body (text, or "<status> <reason>\n" when NULL). Straight into the batch when it is next in order and
- * fits (the job is freed), otherwise through a job in the request's slot,
- * collected in turn.
- */
-static void respond(struct vsrv_conn *c, const struct vsrv_reply_to *to, struct vhttp_response *r,
-		    struct vsrv_job *job, const char *text)
+/* Put an encoded job (head, header fields, body) in request order: straight
+ * into the batch, copied, when it is next in order and fits (the job is
+ * freed), otherwise in the request's slot, collected in turn. */
+static void respond_encoded(struct vsrv_conn *c, struct vsrv_job *job)
 {
 	struct vsrv *srv = c->srv;
-	const struct vjob_result *res = job ? vjob_result(job->vj) : NULL;
+	size_t n = job->head_len + job->xhdrs_len + job->body_len;
+
+	if (job->to.seq == c->collect_seq && vsrv__batch_open(c) && vsrv__batch_get(c) &&
+	    VSRV_OBUF - c->out->buf_len >= n) {
+		char *dst = c->out->buf + c->out->buf_len;
+
+		memcpy(dst, job->head, job->head_len);
+		if (job->xhdrs_len)
+			memcpy(dst + job->head_len, job->xhdrs, job->xhdrs_len);
+		if (job->body_len)
+			memcpy(dst + job->head_len + job->xhdrs_len, job->body, job->body_len);
+		batch_add_raw(c, n);
+		batch_meta(c, NULL, job->to.kind, job->status, job->to.t0, job->to.close, n);
+		c->collect_seq++;
+		vsrv__job_free(srv, job);
+		return;
+	}
+	/* A job the slot owns: no connection reference (we are the task). */
+	vsrv__job_stage(srv, job, VSRV_J_SEND);
+	/* Relaxed: the task stores into its own slot (conn.c's Ordering block). */
+	atomic_store_explicit(&c->slots[job->to.seq & c->slot_mask], job, memory_order_relaxed);
+}
+
+/*
+ * Answer `to` from the parse stage with r's status and a short text body
+ * (text, or "<status> <reason>\n" when NULL): straight into the batch when
+ * it is next in order and fits, otherwise through a job in the request's
+ * slot, collected in turn.
+ */
+static void respond(struct vsrv_conn *c, const struct vsrv_reply_to *to, struct vhttp_response *r,
+		    const char *text)
+{
+	struct vsrv *srv = c->srv;
+	struct vsrv_job *job;
 	int n;
 
-	if (res) {
-		r->status = res->status;
-		r->content_length = res->body_len;
-		r->content_type = res->content_type;
-	}
 	if (to->seq == c->collect_seq && vsrv__batch_open(c) && vsrv__batch_get(c)) {
 		char *dst = c->out->buf + c->out->buf_len;
 		size_t room = VSRV_OBUF - c->out->buf_len;
 
-		n = res ? vhttp_response_head(r, dst, room) : vhttp_response_text(r, text, dst, room);
-		if (n >= 0 && res && !to->head_only) {
-			if (room - (size_t)n >= res->body_len) {
-				memcpy(dst + n, res->body, res->body_len);
-				n += (int)res->body_len;
-			} else {
-				n = -ENOSPC;
-			}
-		} else if (n >= 0 && to->head_only && !res) {
+		n = vhttp_response_text(r, text, dst, room);
+		if (n >= 0 && to->head_only)
 			n = strip_body(dst, n);
-		}
 		if (n >= 0) {
 			batch_add_raw(c, (size_t)n);
 			batch_meta(c, NULL, to->kind, r->status, to->t0, r->close, (size_t)n);
 			c->collect_seq++;
-			if (job)
-				vsrv__job_free(srv, job);
 			return;
 		}
 	}
-	/* A job the slot owns: no connection reference (we are the task). */
-	if (!job && !(job = vsrv__job_new(srv, to))) {
+	if (!(job = vsrv__job_new(srv, to))) {
 		vsrv__conn_abort(c, "out of memory for a response");
 		return;
 	}
 	job->status = r->status;
 	job->to.close = r->close;
-	if (res) {
-		n = vhttp_response_head(r, job->head, sizeof(job->head));
-		if (!to->head_only) {
-			job->body = res->body;
-			job->body_len = res->body_len;
-		}
-	} else {
-		n = vhttp_response_text(r, text, job->head, sizeof(job->head));
-		if (n >= 0 && to->head_only)
-			n = strip_body(job->head, n);
-	}
+	n = vhttp_response_text(r, text, job->head, sizeof(job->head));
+	if (n >= 0 && to->head_only)
+		n = strip_body(job->head, n);
 	VB_BUG_ON(n < 0); /* our own heads always fit VHTTP_HEAD_MAX */
 	job->head_len = (uint16_t)n;
-	vsrv__job_stage(srv, job, VSRV_J_SEND);
-	/* Relaxed: the task stores into its own slot (conn.c's Ordering block). */
-	atomic_store_explicit(&c->slots[to->seq & c->slot_mask], job, memory_order_relaxed);
+	respond_encoded(c, job);
 }
 
 void vsrv__respond_job(struct vsrv_conn *c, struct vsrv_job *job)
 {
-	struct vhttp_response r;
-
-	vsrv__reply_init(c->srv, &r, &job->to, 200);
-	respond(c, &job->to, &r, job, NULL);
+	vsrv__job_encode(c->srv, job);
+	respond_encoded(c, job);
 }
 
 void vsrv__respond_status(struct vsrv_conn *c, const struct vsrv_reply_to *to, int status,
@@ -300,7 +304,7 @@ void vsrv__respond_status(struct vsrv_conn *c, const struct vsrv_reply_to *to, i
 	r.allow = allow;
 	if (status == 503 && retry_after_s)
 		r.retry_after_s = (int)retry_after_s;
-	respond(c, to, &r, NULL, NULL);
+	respond(c, to, &r, NULL);
 }
 
 void vsrv__respond_text(struct vsrv_conn *c, const struct vsrv_reply_to *to, int status, const char *text)
@@ -308,7 +312,7 @@ void vsrv__respond_text(struct vsrv_conn *c, const struct vsrv_reply_to *to, int
 	struct vhttp_response r;
 
 	vsrv__reply_init(c->srv, &r, to, status);
-	respond(c, to, &r, NULL, text);
+	respond(c, to, &r, text);
 }
 
 /* An answer to a request that never parsed whole (an error, 408): it

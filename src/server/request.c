@@ -184,17 +184,23 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 		vsrv__respond_status(c, &to, 503, NULL);
 		goto out;
 	}
+	/* The job reads the request where the parser put it: the request
+	 * stays with the job (vsrv__job_free releases it). */
 	struct vjob_input in = {
+		.method = req->method_name,
+		.path = req->path,
+		.path_len = req->path_len,
 		.query = req->query,
 		.query_len = req->query_len,
+		.fields = req->fields,
+		.fields_len = req->fields_len,
+		.n_fields = req->n_fields,
 	};
 	in.body = vhttp_request_take_body(req, &in.body_len);
 	size_t body_len = in.body_len;
-	/* The job limits are live (vsrv_set_live): this request's copy. */
-	struct vjob_config jc = srv->jcfg;
-	jc.spin_max_n = vsrv__live(srv, spin_max_n);
-	jc.sleep_max_ms = vsrv__live(srv, sleep_max_ms);
-	if (vjob_new_at(job->vj_mem, sizeof(job->vj_mem), kind, &jc, &in, &job->vj) < 0) {
+	job->req = req;
+	req = NULL;
+	if (vjob_new_at(job->vj_mem, sizeof(job->vj_mem), kind, &in, &job->vj) < 0) {
 		vsrv__job_free(srv, job);
 		vsrv__respond_status(c, &to, 503, NULL);
 		goto out;
@@ -216,7 +222,8 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 	vsrv__trace_job(job, VSRV_TP_QUEUED);
 	waits = dispatch(c, job);
 out:
-	vhttp_request_release(c->parser, req); /* its memory for the next */
+	if (req)
+		vhttp_request_release(c->parser, req); /* its memory for the next */
 	return waits;
 }
 

@@ -395,8 +395,8 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 	vhttp_limits_default(&srv->limits);
 	srv->limits.max_header_bytes = cfg->max_header_bytes;
 	srv->limits.max_body_bytes = cfg->max_body_bytes; /* 0: no body (413) */
-	srv->jcfg.spin_max_n = cfg->spin_max_n;
-	srv->jcfg.sleep_max_ms = cfg->sleep_max_ms;
+	srv->limits.req_alloc = vsrv__req_alloc;
+	srv->limits.req_ctx = srv;
 	srv->jcfg.slice_us = cfg->slice_us;
 
 	srv->nworkers = vrt_stats_snapshot(rt, &rst, NULL, 0);
@@ -508,8 +508,6 @@ int vsrv_set_live(struct vsrv *srv, const struct vsrv_config *cfg)
 	atomic_store_explicit(&srv->live.idle_timeout_ms, cfg->idle_timeout_ms, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.send_timeout_ms, cfg->send_timeout_ms, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.retry_after_s, cfg->retry_after_s, memory_order_relaxed);
-	atomic_store_explicit(&srv->live.spin_max_n, cfg->spin_max_n, memory_order_relaxed);
-	atomic_store_explicit(&srv->live.sleep_max_ms, cfg->sleep_max_ms, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.access_log, cfg->access_log, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.codel_target_ms, cfg->codel_target_ms, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.codel_interval_ms, cfg->codel_interval_ms, memory_order_relaxed);
@@ -523,8 +521,6 @@ void vsrv_get_live(struct vsrv *srv, struct vsrv_config *out)
 	out->idle_timeout_ms = vsrv__live(srv, idle_timeout_ms);
 	out->send_timeout_ms = vsrv__live(srv, send_timeout_ms);
 	out->retry_after_s = vsrv__live(srv, retry_after_s);
-	out->spin_max_n = vsrv__live(srv, spin_max_n);
-	out->sleep_max_ms = (unsigned)vsrv__live(srv, sleep_max_ms);
 	out->access_log = vsrv__live(srv, access_log);
 	out->codel_target_ms = vsrv__live(srv, codel_target_ms);
 	out->codel_interval_ms = vsrv__live(srv, codel_interval_ms);

@@ -80,8 +80,6 @@ struct vsrv_config {
 	unsigned retry_after_s;
 	/* log.access: a log line per response sent (live) */
 	bool access_log;
-	uint64_t spin_max_n;
-	unsigned sleep_max_ms;
 	unsigned slice_us;
 	/* vsrv_stop: how long in-flight requests may take to finish before
 	 * their connections are cut. */

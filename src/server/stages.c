@@ -73,6 +73,7 @@ void vsrv__job_free(struct vsrv *srv, struct vsrv_job *job)
 	if (job->held)
 		vsrv__hold(srv, -(int64_t)job->held);
 	vjob_free(job->vj);
+	vsrv__req_put(srv, job->req);
 	if (job->conn)
 		vrt_task_unref(&job->conn->task); /* may drop the connection */
 	vsrv__spare_put(srv, VSRV_SPARE_JOB, job);
@@ -107,6 +108,7 @@ void vsrv__job_encode(struct vsrv *srv, struct vsrv_job *job)
 {
 	const struct vjob_result *res;
 	struct vhttp_response r;
+	bool no_body;
 	int n;
 
 	if (job->refused) {
@@ -118,28 +120,31 @@ void vsrv__job_encode(struct vsrv *srv, struct vsrv_job *job)
 	 * close"; the connection still closes after it. */
 	vsrv__reply_init(srv, &r, &job->to, res->status);
 	r.content_length = res->body_len;
-	r.content_type = res->content_type;
+	r.fields = res->hdrs;
+	r.fields_len = res->hdrs_len;
+	job->xhdrs = NULL;
+	job->xhdrs_len = 0;
 	n = vhttp_response_head(&r, job->head, sizeof(job->head));
-	if (n < 0) {
-		/* A kind's content type too long for a head: never with the
-		 * built-in kinds. Answer 500 rather than nothing. */
-		vsrv__reply_init(srv, &r, &job->to, 500);
-		r.close = true;
-		n = vhttp_response_text(&r, NULL, job->head, sizeof(job->head));
-		VB_BUG_ON(n < 0);
-		job->status = 500;
-		job->body = NULL;
-		job->body_len = 0;
-	} else {
-		job->status = res->status;
-		job->body = job->to.head_only ? NULL : res->body;
-		job->body_len = job->to.head_only ? 0 : res->body_len;
-		/* A large reply is held until sent: the budget counts the
-		 * larger of request and reply body (echo's are one buffer). */
-		if (res->body_len >= VSRV_HOLD_MIN && res->body_len > job->held) {
-			vsrv__hold(srv, (int64_t)(res->body_len - job->held));
-			job->held = res->body_len;
-		}
+	if (n == -ENOSPC && res->hdrs_len) {
+		/* The kind's fields (up to VOLTD_HEADERS_MAX) do not fit with
+		 * voltd's own: they go out after the head, as they are, with
+		 * the final "\r\n" the result keeps after them. */
+		r.open = true;
+		n = vhttp_response_head(&r, job->head, sizeof(job->head));
+		job->xhdrs = res->hdrs;
+		job->xhdrs_len = res->hdrs_len + 2;
+	}
+	/* voltd's own fields always fit VHTTP_HEAD_MAX. */
+	VB_BUG_ON(n < 0);
+	no_body = job->to.head_only || !vhttp_status_has_body(res->status);
+	job->status = res->status;
+	job->body = no_body ? NULL : res->body;
+	job->body_len = no_body ? 0 : res->body_len;
+	/* A large reply is held until sent: the budget counts the larger of
+	 * request and reply body (echo's are one buffer). */
+	if (res->body_len >= VSRV_HOLD_MIN && res->body_len > job->held) {
+		vsrv__hold(srv, (int64_t)(res->body_len - job->held));
+		job->held = res->body_len;
 	}
 	job->to.close = r.close;
 	job->head_len = (uint16_t)n;

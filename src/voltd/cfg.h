@@ -41,7 +41,8 @@ struct vcfg_addr {
  * and vsrv_new as they are: the schema is the only place a default is
  * written, and no field is copied by hand. Sections map onto them:
  * [scheduler] -> scheduler, [io] -> io, [server], [stages] and [jobs] ->
- * server. Fields that are not keys (park_ops, fds, ...) are zero here and
+ * server, but [jobs] spin_max_n and sleep_max_ms -> jobs (the built-in
+ * module's keys, pushed to it by vcfg_builtin_keys_apply). Fields that are not keys (park_ops, fds, ...) are zero here and
  * set by the daemon at start.
  */
 struct vcfg {
@@ -70,6 +71,13 @@ struct vcfg {
 	struct {
 		int level; /* syslog level */
 	} log;
+	/* [jobs] keys the built-in job module declares (src/jobs/builtin.c,
+	 * the same facts: test_cfg checks they agree); the module holds their
+	 * values (vcfg_builtin_keys_apply pushes these). */
+	struct {
+		uint64_t spin_max_n;
+		unsigned sleep_max_ms;
+	} jobs;
 	/* Where each key's value came from, by schema index: "default",
 	 * "FILE:LINE", "-s" or "set" (vcfg_set records it). */
 	char source[VCFG_MAX_KEYS][VCFG_SOURCE_LEN];
@@ -123,6 +131,12 @@ struct vcfg_section {
 	const char *name;
 	const char *doc;
 };
+
+/* Push [jobs] spin_max_n and sleep_max_ms to the built-in job module's
+ * keys (at start, before it starts; then live, as their rows' setter).
+ * 0, or -EINVAL when the module refuses a value (never: its bounds are
+ * the rows'). */
+int vcfg_builtin_keys_apply(const struct vcfg *cfg);
 
 /* The schema, in file order; *n receives the number of rows. */
 const struct vcfg_key *vcfg_schema(size_t *n);

@@ -10,8 +10,11 @@
 #include "voltd/cfg.h"
 #include "base/compiler.h"
 #include "base/log.h"
+#include "jobs/job.h"
 
+#include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 #include <syslog.h>
 
@@ -69,10 +72,36 @@ static int live_stall_warn_ms(const struct vcfg_live *to, const struct vcfg *c)
 	return to->rt ? vrt_set_stall_warn_ms(to->rt, c->scheduler.stall_warn_ms) : 0;
 }
 
-/* The [server], [stages] and [jobs] keys read per request (server.h). */
+/* The [server] and [stages] keys read per request (server.h). */
 static int live_server(const struct vcfg_live *to, const struct vcfg *c)
 {
 	return to->srv ? vsrv_set_live(to->srv, &c->server) : 0;
+}
+
+int vcfg_builtin_keys_apply(const struct vcfg *c)
+{
+	struct vjob_mod *m = vjob_mod_builtin();
+	const struct {
+		const char *name;
+		uint64_t value;
+	} keys[] = { { "spin_max_n", c->jobs.spin_max_n }, { "sleep_max_ms", c->jobs.sleep_max_ms } };
+	char text[24], err[160];
+
+	for (size_t i = 0; i < VB_ARRAY_SIZE(keys); i++) {
+		int k = vjob_mod_key_find(m, keys[i].name);
+
+		snprintf(text, sizeof(text), "%llu", (unsigned long long)keys[i].value);
+		if (k < 0 || vjob_mod_key_set(m, (size_t)k, text, err, sizeof(err)) < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* [jobs] spin_max_n and sleep_max_ms: the built-in job module's keys. */
+static int live_builtin_keys(const struct vcfg_live *to, const struct vcfg *c)
+{
+	(void)to;
+	return vcfg_builtin_keys_apply(c);
 }
 
 static int live_log_level(const struct vcfg_live *to, const struct vcfg *c)
@@ -221,11 +250,14 @@ static const struct vcfg_key schema[] = {
 	  .unit = "s", .apply = live_server,
 	  .doc = "Retry-After seconds of a shed 503" },
 	/* [jobs] */
-	{ "jobs", "spin_max_n", VCFG_U64, "1000000000", 1, 1000000000000ull, F(server.spin_max_n),
-	  .apply = live_server,
+	/* spin_max_n and sleep_max_ms are the built-in job module's keys
+	 * (src/jobs/builtin.c declares them with these facts; test_cfg
+	 * checks they agree until the schema reads module keys itself). */
+	{ "jobs", "spin_max_n", VCFG_U64, "1000000000", 1, 1000000000000ull, F(jobs.spin_max_n),
+	  .apply = live_builtin_keys,
 	  .doc = "largest n of /v1/spin (400 above)" },
-	{ "jobs", "sleep_max_ms", VCFG_UINT, "60000", 1, 3600000, F(server.sleep_max_ms),
-	  .unit = "ms", .apply = live_server,
+	{ "jobs", "sleep_max_ms", VCFG_UINT, "60000", 1, 3600000, F(jobs.sleep_max_ms),
+	  .unit = "ms", .apply = live_builtin_keys,
 	  .doc = "largest ms of /v1/sleep (400 above)" },
 	{ "jobs", "slice_us", VCFG_UINT, "50", 1, 100000, F(server.slice_us),
 	  .unit = "us",

@@ -36,10 +36,11 @@ EXTRA_DIST += man/voltd.conf.5.in conf/voltd.conf.in tests/doc/test_schema_docs.
 tests/doc/test_schema_docs.log: voltd-schema$(EXEEXT)
 
 # voltd-test: the same daemon plus test-only job kinds (GET /v1/stall), for
-# the integration tests. Never installed. Its own registry.o (with
-# VOLTD_TEST_KINDS) comes first on the link line, so libvolt.a's is not used.
+# the integration tests. Never installed. Its own builtin.o (the built-in
+# module's descriptor, with VOLTD_TEST_KINDS) comes first on the link line,
+# so libvolt.a's is not used.
 check_PROGRAMS += voltd-test
-voltd_test_SOURCES = src/voltd/main.c src/jobs/registry.c src/jobs/kind_stall.c
+voltd_test_SOURCES = src/voltd/main.c src/jobs/builtin.c src/jobs/kind_stall.c
 voltd_test_CPPFLAGS = $(AM_CPPFLAGS) -DVOLTD_TEST_KINDS
 voltd_test_LDADD = $(VOLT_ALL_LIBS)
 

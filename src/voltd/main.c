@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "ctl/ctl.h"
 #include "io/io.h"
+#include "jobs/job.h"
 #include "rt/rt.h"
 #include "server/server.h"
 #include "voltd/cfg.h"
@@ -438,6 +439,27 @@ static int io_start(const struct vcfg *cfg, struct vio **io)
 	return 0;
 }
 
+/* Rung 4b: the job modules: the built-in one (its keys from [jobs], its
+ * init), then the registry frozen for the workers, which start next. */
+static int jobs_start(const struct vcfg *cfg)
+{
+	char err[512];
+	int rc;
+
+	vjob_threads_set(cfg->scheduler.workers);
+	if (vcfg_builtin_keys_apply(cfg) < 0) {
+		vb_err("jobs: the built-in module refused its [jobs] keys");
+		return -EINVAL;
+	}
+	rc = vjob_mod_start(vjob_mod_builtin(), 0, err, sizeof(err));
+	if (rc < 0) {
+		vb_err("jobs: %s", err);
+		return rc;
+	}
+	vjob_registry_freeze();
+	return 0;
+}
+
 /* Rung 5: the runtime, parking in the I/O driver. */
 static int rt_start(struct vcfg *cfg, struct vio *io, struct vrt **rt)
 {
@@ -664,6 +686,10 @@ int main(int argc, char **argv)
 			goto close_agent;
 		}
 
+	if (jobs_start(&cfg) < 0) {
+		rc = EX_SOFTWARE;
+		goto close_agent;
+	}
 	if (io_start(&cfg, &io) < 0) {
 		rc = EX_UNAVAILABLE;
 		goto close_agent;
@@ -726,6 +752,8 @@ stop_rt:
 	vrt_free(rt);
 free_io:
 	vio_free(io);
+	/* Every job is finished or freed: the modules' shutdown. */
+	vjob_mod_shutdown_all();
 close_agent:
 	vd_life_fini(&life);
 free_ctl:

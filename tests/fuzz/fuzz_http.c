@@ -33,7 +33,6 @@
 #include "base/query.h"
 #include "http/response.h"
 #include "jobs/job.h"
-#include "tests/helpers/test_config.h"
 
 #include <llhttp.h>
 #include <stdio.h>
@@ -224,16 +223,14 @@ static void serve(struct vhttp_request *r, bool ready, bool alive)
 		answer_status(r, 405, kind->allow, 0);
 		return;
 	}
-	struct vjob_config cfg;
-	tcfg_jobs(&cfg);
-	cfg.spin_max_n = 100000; /* keep an input's work small */
-	cfg.sleep_max_ms = 1000;
 	struct vjob_input in = {
+		.method = r->method_name, .path = r->path, .path_len = r->path_len,
 		.query = r->query, .query_len = r->query_len,
+		.fields = r->fields, .fields_len = r->fields_len, .n_fields = r->n_fields,
 	};
 	in.body = vhttp_request_take_body(r, &in.body_len);
 	struct vjob *job;
-	if (vjob_new(kind, &cfg, &in, &job) < 0) {
+	if (vjob_new(kind, &in, &job) < 0) {
 		answer_status(r, 503, NULL, 1);
 		return;
 	}
@@ -244,9 +241,10 @@ static void serve(struct vhttp_request *r, bool ready, bool alive)
 	const struct vjob_result *res = vjob_result(job);
 	if (res) {
 		CHECK(res->status >= 200 && res->status <= 599);
-		CHECK(res->content_type != NULL);
+		CHECK(res->hdrs_len > 0 && memcmp(res->hdrs + res->hdrs_len, "\r\n", 2) == 0);
 		vhttp_response_init(&resp, res->status);
-		resp.content_type = res->content_type;
+		resp.fields = res->hdrs;
+		resp.fields_len = res->hdrs_len;
 		resp.content_length = res->body_len;
 		resp.close = !r->keep_alive;
 		resp.version_minor = r->version_minor;
@@ -340,8 +338,26 @@ static uint64_t run(const uint8_t *data, size_t size, const struct vhttp_limits 
 	return h;
 }
 
+/* The registry as the daemon builds it, once: the built-in module with
+ * small limits (an input's work stays small), frozen. */
+static void jobs_setup(void)
+{
+	static bool done;
+	struct vjob_mod *m = vjob_mod_builtin();
+	char err[256];
+
+	if (done)
+		return;
+	done = true;
+	CHECK(vjob_mod_key_set(m, (size_t)vjob_mod_key_find(m, "spin_max_n"), "100000", err, sizeof(err)) == 0);
+	CHECK(vjob_mod_key_set(m, (size_t)vjob_mod_key_find(m, "sleep_max_ms"), "1000", err, sizeof(err)) == 0);
+	CHECK(vjob_mod_start(m, 0, err, sizeof(err)) == 0);
+	vjob_registry_freeze();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	jobs_setup();
 	if (size < 1)
 		return 0;
 	uint8_t ctl = data[0];

@@ -55,8 +55,6 @@ static inline void tcfg_io(struct vio_config *c)
 static inline void tcfg_jobs(struct vjob_config *c)
 {
 	memset(c, 0, sizeof(*c));
-	c->spin_max_n = 1000000000ull;
-	c->sleep_max_ms = 60000;
 	c->slice_us = 50;
 }
 

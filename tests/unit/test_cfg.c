@@ -20,6 +20,7 @@
 #include <syslog.h>
 
 #include "base/log.h"
+#include "jobs/job.h"
 #include "voltd/cfg.h"
 #include "voltd/control.h"
 #include "tests/helpers/test_config.h"
@@ -95,7 +96,7 @@ static void test_good_file(void **state)
 	assert_int_equal(cfg.server.max_body_bytes, 0);
 	assert_int_equal(cfg.server.on_full, VSRV_ON_FULL_SHED);
 	assert_int_equal(cfg.server.exec_tasks, 7);
-	assert_true(cfg.server.spin_max_n == 5000000000ull);
+	assert_true(cfg.jobs.spin_max_n == 5000000000ull);
 	assert_string_equal(cfg.control.socket, "/tmp/x.sock");
 	assert_int_equal(cfg.control.mode, 0600);
 	assert_string_equal(cfg.control.group, "adm");
@@ -214,6 +215,13 @@ static void test_schema_rows_are_whole(void **state)
 /* What the layer that takes key k's field says of cfg: 0 or -EINVAL. */
 static int layer_check(const struct vcfg *cfg, const struct vcfg_key *k)
 {
+	if (strncmp(k->field, "jobs.", 5) == 0) {
+		/* the built-in job module's keys: its own checks */
+		struct vjob_mod *m = vjob_mod_builtin();
+		char text[32], err[160];
+		vcfg_format(cfg, k, text, sizeof(text));
+		return vjob_mod_key_set(m, (size_t)vjob_mod_key_find(m, k->name), text, err, sizeof(err));
+	}
 	if (strncmp(k->field, "scheduler.", 10) == 0)
 		return vrt_config_check(&cfg->scheduler);
 	if (strncmp(k->field, "io.", 3) == 0)
@@ -311,6 +319,40 @@ static void running_values(struct vrt *rt, struct vsrv *srv, struct vcfg *out)
 	vrt_get_tunables(rt, &out->scheduler);
 	vsrv_get_live(srv, &out->server);
 	out->log.level = vb_log_get_level();
+	/* [jobs]' built-in module keys: the module's values */
+	struct vjob_mod *m = vjob_mod_builtin();
+	char v[32];
+	vjob_mod_key_format(m, (size_t)vjob_mod_key_find(m, "spin_max_n"), v, sizeof(v));
+	out->jobs.spin_max_n = strtoull(v, NULL, 10);
+	vjob_mod_key_format(m, (size_t)vjob_mod_key_find(m, "sleep_max_ms"), v, sizeof(v));
+	out->jobs.sleep_max_ms = (unsigned)strtoul(v, NULL, 10);
+}
+
+/* [jobs] spin_max_n and sleep_max_ms are the built-in job module's keys:
+ * their schema rows (until the schema reads module keys itself) say what
+ * the module declares, fact for fact. */
+static void test_builtin_module_keys_match_their_rows(void **state)
+{
+	const struct vjob_mod *m = vjob_mod_builtin();
+
+	(void)state;
+	assert_int_equal(vjob_mod_key_count(m), 2);
+	for (size_t i = 0; i < vjob_mod_key_count(m); i++) {
+		const struct voltd_key *mk = vjob_mod_key(m, i);
+		const struct vcfg_key *row = vcfg_key_find("jobs", mk->name);
+
+		assert_non_null(row);
+		assert_string_equal(row->def, mk->def);
+		assert_true(row->min == (uint64_t)mk->min && row->max == (uint64_t)mk->max);
+		assert_true((row->unit == NULL) == (mk->unit == NULL));
+		if (row->unit)
+			assert_string_equal(row->unit, mk->unit);
+		assert_string_equal(row->doc, mk->doc);
+		assert_true((row->apply != NULL) == ((mk->flags & VOLTD_KEY_LIVE) != 0));
+		assert_int_equal(mk->type, VOLTD_KEY_INT);
+		assert_true(row->type == VCFG_U64 || row->type == VCFG_UINT);
+		assert_true(strncmp(row->field, "jobs.", 5) == 0);
+	}
 }
 
 /* Every key whose schema row names a setter (.apply, live) reaches the
@@ -650,6 +692,7 @@ int main(void)
 		cmocka_unit_test(test_schema_rows_are_whole),
 		cmocka_unit_test(test_layers_take_the_schema_bounds),
 		cmocka_unit_test(test_every_live_key_reaches_its_setter),
+		cmocka_unit_test(test_builtin_module_keys_match_their_rows),
 		cmocka_unit_test(test_unknown_key_suggests),
 		cmocka_unit_test(test_unknown_section),
 		cmocka_unit_test(test_duplicate_key),

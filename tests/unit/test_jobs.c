@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tests/unit/test_jobs.c: jobs: registry and routing (404/405), and each
- * kind: echo, spin (the reference values), sleep (never
+ * tests/unit/test_jobs.c: jobs: the built-in module "voltd" (started through
+ * vjob_mod_start like any module), the registry and routing (404/405), and
+ * each of its kinds: echo, spin (the reference values), sleep (never
  * blocks; wakes after the time), hash (published vectors), gzip (round trip
  * through zlib's inflate), with slicing forced by deadlines in the past.
  * Single-threaded.
@@ -31,20 +32,42 @@ static struct vjob_config cfg(void)
 	return c;
 }
 
+/* Set a key of the built-in module ([jobs] in voltd.conf). */
+static void set_key(const char *name, const char *value)
+{
+	struct vjob_mod *m = vjob_mod_builtin();
+	char err[160];
+	int k = vjob_mod_key_find(m, name);
+
+	assert_true(k >= 0);
+	assert_int_equal(vjob_mod_key_set(m, (size_t)k, value, err, sizeof(err)), 0);
+}
+
+/* Does the result say this Content-Type (and no other)? */
+static bool has_ctype(const struct vjob_result *r, const char *ctype)
+{
+	char want[128];
+
+	snprintf(want, sizeof(want), "Content-Type: %s\r\n", ctype);
+	return r->hdrs_len == strlen(want) && memcmp(r->hdrs, want, r->hdrs_len) == 0 &&
+	       memcmp(r->hdrs + r->hdrs_len, "\r\n", 2) == 0;
+}
+
 /* Make a job; body copied into a malloc'd buffer whose ownership moves. */
 static struct vjob *mk(const char *kind, const char *query, const void *body, size_t blen,
 		       const struct vjob_config *c)
 {
 	const struct vjob_kind *k = vjob_kind_by_name(kind);
 	assert_non_null(k);
-	struct vjob_input in = { .query = query, .query_len = strlen(query) };
+	(void)c;
+	struct vjob_input in = { .method = "GET", .query = query, .query_len = strlen(query) };
 	if (body) {
 		in.body = malloc(blen ? blen : 1);
 		memcpy(in.body, body, blen);
 		in.body_len = blen;
 	}
 	struct vjob *j;
-	assert_int_equal(vjob_new(k, c, &in, &j), 0);
+	assert_int_equal(vjob_new(k, &in, &j), 0);
 	assert_null(in.body);
 	assert_ptr_equal(vjob_kind_of(j), k);
 	return j;
@@ -68,7 +91,7 @@ static const struct vjob_result *run(struct vjob *j)
 static void expect_text(const struct vjob_result *r, int status, const char *body)
 {
 	assert_int_equal(r->status, status);
-	assert_string_equal(r->content_type, "text/plain");
+	assert_true(has_ctype(r, "text/plain"));
 	if (body) {
 		assert_int_equal(r->body_len, strlen(body));
 		assert_memory_equal(r->body, body, r->body_len);
@@ -99,7 +122,25 @@ static void test_registry(void **state)
 		assert_int_equal(vjob_kind_index(k), (int)i);
 		assert_ptr_equal(vjob_kind_by_name(k->name), k);
 		assert_true(k->path[0] == '/');
+		assert_false(k->prefix);
+		assert_ptr_equal(k->mod, vjob_mod_builtin());
 	}
+	/* the built-in module, started like any other */
+	assert_int_equal(vjob_mod_count(), 1);
+	const struct vjob_mod *m = vjob_mod_at(0);
+	assert_ptr_equal(m, vjob_mod_builtin());
+	assert_string_equal(vjob_mod_name(m), "voltd");
+	assert_string_equal(vjob_mod_path(m), "(built in)");
+	assert_string_equal(vjob_mod_build_id(m), "");
+	assert_int_equal(vjob_mod_file_changed(m), 0);
+	assert_int_equal(vjob_mod_kind_count(m), 5);
+	assert_ptr_equal(vjob_mod_kind(m, 1), vjob_kind_by_name("spin"));
+	assert_int_equal(vjob_mod_key_count(m), 2);
+	assert_string_equal(vjob_mod_key(m, 0)->name, "spin_max_n");
+	assert_string_equal(vjob_mod_key(m, 1)->name, "sleep_max_ms");
+	assert_null(vjob_mod_key(m, 2));
+	/* a kind's state that fits stays in the server's job memory */
+	assert_true(vjob_state_free() >= 256);
 	assert_null(vjob_kind_at(5));
 	assert_null(vjob_kind_by_name("nope"));
 	struct vjob_kind other = *vjob_kind_at(0);
@@ -162,16 +203,17 @@ static void test_echo(void **state)
 {
 	(void)state;
 	struct vjob_config c = cfg();
-	struct vjob_input in = { .query = "", .body = malloc(5), .body_len = 5 };
+	struct vjob_input in = { .method = "POST", .query = "", .body = malloc(5), .body_len = 5 };
 	memcpy(in.body, "hello", 5);
 	uint8_t *orig = in.body;
 	struct vjob *j;
-	assert_int_equal(vjob_new(vjob_kind_by_name("echo"), &c, &in, &j), 0);
+	(void)c;
+	assert_int_equal(vjob_new(vjob_kind_by_name("echo"), &in, &j), 0);
 	assert_false(vjob_done(j)); /* runs in the exec stage */
 	assert_null(vjob_result(j));
 	const struct vjob_result *r = run(j);
 	assert_int_equal(r->status, 200);
-	assert_string_equal(r->content_type, "application/octet-stream");
+	assert_true(has_ctype(r, "application/octet-stream"));
 	assert_int_equal(r->body_len, 5);
 	assert_ptr_equal(r->body, orig); /* moved, not copied */
 	vjob_free(j);
@@ -219,36 +261,33 @@ static void test_spin_reference_values(void **state)
 static void test_job_in_callers_memory(void **state)
 {
 	(void)state;
-	struct vjob_config c = cfg();
 	static _Alignas(max_align_t) unsigned char mem[VJOB_BLOCK];
 	const struct vjob_kind *spin = vjob_kind_by_name("spin");
-	struct vjob_input in = { .query = "n=1000", .query_len = 6 };
+	struct vjob_input in = { .method = "GET", .query = "n=1000", .query_len = 6 };
 	struct vjob *j;
 
 	for (int round = 0; round < 2; round++) {
 		memset(mem, 0xa5, sizeof(mem)); /* what the last job left */
-		assert_int_equal(vjob_new_at(mem, sizeof(mem), spin, &c, &in, &j), 0);
+		assert_int_equal(vjob_new_at(mem, sizeof(mem), spin, &in, &j), 0);
 		assert_ptr_equal(j, (void *)mem);
 		const struct vjob_result *r = run(j);
 		expect_text(r, 200, "6248290529083013365\n");
 		assert_true(r->body >= mem && r->body + r->body_len <= mem + sizeof(mem));
+		assert_true((const unsigned char *)r->hdrs >= mem &&
+			    (const unsigned char *)r->hdrs + r->hdrs_len + 2 <= mem + sizeof(mem));
 		vjob_free(j);
 	}
-	/* A query too long for the memory: the job is its own. */
-	char q[VJOB_BLOCK + 8];
-	memset(q, 'x', sizeof(q));
-	memcpy(q, "n=1&x=", 6);
-	in = (struct vjob_input){ .query = q, .query_len = sizeof(q) };
-	assert_int_equal(vjob_new_at(mem, sizeof(mem), spin, &c, &in, &j), 0);
+	/* Memory too small for the job: the job is its own. */
+	assert_int_equal(vjob_new_at(mem, 64, spin, &in, &j), 0);
 	assert_true((unsigned char *)j < mem || (unsigned char *)j >= mem + sizeof(mem));
 	assert_int_equal(run(j)->status, 200);
 	vjob_free(j);
 	/* A result longer than VJOB_TEXT is allocated (and freed with the job). */
 	static const char body[] = "abc";
-	in = (struct vjob_input){ .query = "alg=sha512", .query_len = 10, .body = malloc(3),
+	in = (struct vjob_input){ .method = "POST", .query = "alg=sha512", .query_len = 10, .body = malloc(3),
 				  .body_len = 3 };
 	memcpy(in.body, body, 3);
-	assert_int_equal(vjob_new_at(mem, sizeof(mem), vjob_kind_by_name("hash"), &c, &in, &j), 0);
+	assert_int_equal(vjob_new_at(mem, sizeof(mem), vjob_kind_by_name("hash"), &in, &j), 0);
 	assert_ptr_equal(j, (void *)mem);
 	assert_int_equal(run(j)->body_len, 129);
 	vjob_free(j);
@@ -258,7 +297,7 @@ static void test_spin_400(void **state)
 {
 	(void)state;
 	struct vjob_config c = cfg();
-	c.spin_max_n = 5000;
+	set_key("spin_max_n", "5000");
 	expect_400("spin", "", &c);
 	expect_400("spin", "m=1", &c);
 	expect_400("spin", "n=", &c);
@@ -273,7 +312,7 @@ static void test_spin_400(void **state)
 	assert_int_equal(run(j)->status, 200);
 	vjob_free(j);
 	/* the default limit is 10^9, as the peers' */
-	c = cfg();
+	set_key("spin_max_n", vjob_mod_key(vjob_mod_builtin(), 0)->def);
 	expect_400("spin", "n=1000000001", &c);
 }
 
@@ -366,17 +405,19 @@ static void test_sleep_400(void **state)
 {
 	(void)state;
 	struct vjob_config c = cfg();
-	c.sleep_max_ms = 100;
+	set_key("sleep_max_ms", "100");
 	expect_400("sleep", "", &c);
 	expect_400("sleep", "ms=", &c);
 	expect_400("sleep", "ms=1.5", &c);
 	expect_400("sleep", "ms=101", &c);
-	c.sleep_max_ms = UINT64_MAX; /* a silly config still cannot overflow */
+	expect_400("sleep", "ms=1&ms=1", &c);
+	set_key("sleep_max_ms", "3600000"); /* the largest still cannot overflow */
 	expect_400("sleep", "ms=18446744073709551615", &c);
-	c.sleep_max_ms = 100;
+	set_key("sleep_max_ms", "100");
 	struct vjob *j = mk("sleep", "ms=100", NULL, 0, &c);
 	assert_false(vjob_done(j));
 	vjob_free(j);
+	set_key("sleep_max_ms", vjob_mod_key(vjob_mod_builtin(), 1)->def);
 }
 
 static void hash_case(const char *q, const void *body, size_t len, const char *hex)
@@ -471,7 +512,7 @@ static void gzip_roundtrip(const char *q, const uint8_t *data, size_t n, bool sl
 	}
 	const struct vjob_result *r = run(j);
 	assert_int_equal(r->status, 200);
-	assert_string_equal(r->content_type, "application/gzip");
+	assert_true(has_ctype(r, "application/gzip"));
 	assert_true(r->body_len >= 18);
 	assert_int_equal(r->body[0], 0x1f); /* gzip magic */
 	assert_int_equal(r->body[1], 0x8b);
@@ -528,7 +569,6 @@ static void test_gzip_slices_stay_short(void **state)
 	for (size_t i = 0; i < n; i++)
 		b[i] = i % 7 ? (uint8_t)"lorem ipsum "[i % 12] : (uint8_t)rand_r(&s);
 	struct vjob_config c = cfg();
-	vjob_warm_up();
 	struct vjob *j = mk("gzip", "level=9", b, n, &c);
 	static int64_t dur[100000];
 	int k = 0;
@@ -571,6 +611,14 @@ int main(void)
 	const char *env = getenv("VOLTD_TEST_SEED");
 	seed = env ? (unsigned)strtoul(env, NULL, 0) : (unsigned)time(NULL);
 	printf("# seed %u (set VOLTD_TEST_SEED to repeat)\n", seed);
+	/* The registry as the daemon builds it: the built-in module (its
+	 * init warms OpenSSL up), then the freeze. */
+	char err[256];
+	if (vjob_mod_start(vjob_mod_builtin(), 0, err, sizeof(err)) < 0) {
+		fprintf(stderr, "test_jobs: %s\n", err);
+		return 99;
+	}
+	vjob_registry_freeze();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_registry),
 		cmocka_unit_test(test_routing),
