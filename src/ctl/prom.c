@@ -217,15 +217,17 @@ void vctl__prom_write(struct vctl *ctl, FILE *fp)
 		group(fp, *gr->n_rows > 1 ? gr->label : "server", gr, s->srv);
 	}
 	/* Per job kind: its counters, then its latency histogram. */
-	const char *kind_names[VSRV_KINDS_MAX];
-	for (unsigned i = 0; i < s->srv->n_kinds; i++)
+	const char **kind_names = calloc(s->srv->n_kinds ? s->srv->n_kinds : 1, sizeof(*kind_names));
+	for (unsigned i = 0; kind_names && i < s->srv->n_kinds; i++)
 		kind_names[i] = s->srv->kinds[i].name;
-	table(fp, "server", vsrv_kind_metrics, vsrv_kind_metrics_n, s->srv->kinds, sizeof(s->srv->kinds[0]),
-	      s->srv->n_kinds, "kind", kind_names);
+	if (kind_names)
+		table(fp, "server", vsrv_kind_metrics, vsrv_kind_metrics_n, s->srv->kinds, sizeof(s->srv->kinds[0]),
+		      s->srv->n_kinds, "kind", kind_names);
+	free(kind_names);
 	header(fp, "voltd_server_request_duration_seconds",
 	       "time from a request's parse to its response sent, by job kind", "histogram");
 	for (unsigned i = 0; i < s->srv->n_kinds; i++) {
-		snprintf(labels, sizeof(labels), "kind=\"%s\"", kind_names[i]);
+		snprintf(labels, sizeof(labels), "kind=\"%s\"", s->srv->kinds[i].name);
 		histogram_samples(fp, "voltd_server_request_duration_seconds", labels, &s->srv->kinds[i].lat);
 	}
 	/* The runtime's sampled histograms, all workers merged. */

@@ -63,7 +63,7 @@ const size_t vctl_reload_groups_n = sizeof(vctl_reload_groups) / sizeof(vctl_rel
 int vctl__snap_take(struct vctl *ctl, struct vctl_snap *s)
 {
 	if (!s->srv) {
-		s->srv = calloc(1, sizeof(*s->srv));
+		s->srv = vsrv_stats_new(ctl->srv);
 		if (!s->srv)
 			return -ENOMEM;
 	}

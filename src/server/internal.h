@@ -119,7 +119,7 @@ struct vsrv_conn;
 struct vsrv_reply_to {
 	uint64_t seq;             /* per-connection request number */
 	int64_t t0;               /* parse time (vb_now_ns) */
-	uint8_t kind;             /* statistics index */
+	uint32_t kind;            /* statistics index (vsrv_stats.kinds) */
 	uint8_t version_minor;    /* HTTP/1.<minor> of the request */
 	bool close;               /* the answer closes the connection (the
 				   * request's wish; the encoded answer's fact) */
@@ -168,7 +168,7 @@ struct vsrv_batch {
 	unsigned niov;
 	unsigned n;                       /* responses in the batch */
 	struct vsrv_job *jobs[VSRV_BATCH];/* NULL: copied into buf */
-	uint8_t kind[VSRV_BATCH];
+	uint32_t kind[VSRV_BATCH];
 	uint16_t status[VSRV_BATCH];
 	int64_t t0[VSRV_BATCH];
 	uint32_t len[VSRV_BATCH];         /* bytes of each response (access log) */

@@ -61,7 +61,7 @@ static void batch_meta(struct vsrv_conn *c, struct vsrv_job *job, unsigned kind,
 
 	b->len[b->n] = (uint32_t)(len < UINT32_MAX ? len : UINT32_MAX);
 	b->jobs[b->n] = job;
-	b->kind[b->n] = (uint8_t)kind;
+	b->kind[b->n] = kind;
 	b->status[b->n] = (uint16_t)status;
 	b->t0[b->n] = t0;
 	b->n++;
@@ -322,7 +322,7 @@ void vsrv__respond_unparsed(struct vsrv_conn *c, int status, int64_t now)
 	struct vsrv_reply_to to = {
 		.seq = c->next_seq++,
 		.t0 = now,
-		.kind = (uint8_t)c->srv->kind_other,
+		.kind = c->srv->kind_other,
 		.version_minor = 1,
 		.close = true,
 	};

@@ -149,7 +149,7 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 	struct vsrv_reply_to to = {
 		.seq = c->next_seq++,
 		.t0 = now,
-		.kind = (uint8_t)srv->kind_other,
+		.kind = srv->kind_other,
 		.version_minor = req->version_minor,
 		.close = !req->keep_alive,
 		.head_only = req->method == VHTTP_M_HEAD,
@@ -162,7 +162,7 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 	vsrv__access_note(c, to.seq, req->method_name, req->target, req->target_len);
 	int r = own_route(req->path, req->path_len);
 	if (r >= 0) {
-		to.kind = (uint8_t)r;
+		to.kind = (uint32_t)r;
 		answer_route(c, req, &to, (unsigned)r);
 		goto out;
 	}
@@ -171,13 +171,13 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 		vsrv__respond_status(c, &to, 404, NULL);
 		goto out;
 	case VJOB_ROUTE_BAD_METHOD:
-		to.kind = (uint8_t)(VSRV_ROUTES + vjob_kind_index(kind));
+		to.kind = VSRV_ROUTES + (uint32_t)vjob_kind_index(kind);
 		vsrv__respond_status(c, &to, 405, kind->allow);
 		goto out;
 	case VJOB_ROUTE_OK:
 		break;
 	}
-	to.kind = (uint8_t)(VSRV_ROUTES + vjob_kind_index(kind));
+	to.kind = VSRV_ROUTES + (uint32_t)vjob_kind_index(kind);
 	/* The job first: its vjob is made inside it (vj_mem). */
 	job = vsrv__job_new(srv, &to);
 	if (!job) {

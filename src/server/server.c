@@ -402,7 +402,6 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 	srv->nworkers = vrt_stats_snapshot(rt, &rst, NULL, 0);
 	srv->kind_other = VSRV_ROUTES + (unsigned)vjob_kind_count();
 	srv->n_kinds = srv->kind_other + 1;
-	VB_BUG_ON(srv->n_kinds > VSRV_KINDS_MAX);
 
 	rc = -ENOMEM;
 	srv->ws = aligned_alloc(VB_CACHELINE, (srv->nworkers + 1) * sizeof(*srv->ws));
@@ -751,8 +750,13 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 
 	/* Not the counters: an unwritten one must show (test_metric). */
 	out->responses[0] = 0;
+	struct vsrv_kind_stats *kinds = out->kinds;
+	unsigned cap = out->kinds_cap;
 	memset((char *)out + offsetof(struct vsrv_stats, n_kinds), 0,
 	       sizeof(*out) - offsetof(struct vsrv_stats, n_kinds));
+	out->kinds = kinds;
+	out->kinds_cap = cap;
+	memset(kinds, 0, cap * sizeof(*kinds));
 	for (unsigned w = 0; w <= srv->nworkers; w++)
 		for (unsigned i = 0; i < VSRV_C_COUNT; i++)
 			/* Relaxed: statistics. */
@@ -764,8 +768,8 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 	vch_stats_get(srv->jobs, &out->jobs);
 	vch_stats_get(srv->replies, &out->replies);
 	vb_line_audit_sum(out->line_writes);
-	out->n_kinds = srv->n_kinds;
-	for (unsigned k = 0; k < srv->n_kinds; k++) {
+	out->n_kinds = srv->n_kinds < cap ? srv->n_kinds : cap;
+	for (unsigned k = 0; k < out->n_kinds; k++) {
 		struct vsrv_kind_stats *ks = &out->kinds[k];
 
 		ks->name = vsrv_kind_name(srv, k);
@@ -791,6 +795,17 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 	free(tmp);
 }
 
+struct vsrv_stats *vsrv_stats_new(const struct vsrv *srv)
+{
+	struct vsrv_stats *s = calloc(1, sizeof(*s) + srv->n_kinds * sizeof(*s->kinds));
+
+	if (s) {
+		s->kinds = (struct vsrv_kind_stats *)(s + 1);
+		s->kinds_cap = srv->n_kinds;
+	}
+	return s;
+}
+
 const char *vsrv_kind_name(const struct vsrv *srv, unsigned k)
 {
 	return k < VSRV_ROUTES ? vsrv__route_name(k)
@@ -799,7 +814,7 @@ const char *vsrv_kind_name(const struct vsrv *srv, unsigned k)
 
 void vsrv_stats_log(struct vsrv *srv)
 {
-	struct vsrv_stats *s = malloc(sizeof(*s));
+	struct vsrv_stats *s = vsrv_stats_new(srv);
 	char line[4096];
 	size_t off = 0;
 

@@ -156,9 +156,6 @@ void vsrv_free(struct vsrv *srv);
 
 enum vsrv_stage { VSRV_STAGE_PARSE, VSRV_STAGE_EXEC, VSRV_STAGE_WRITE, VSRV_STAGE_SEND, VSRV_STAGES };
 
-/* Job kinds with their own counters; index by enum vsrv_kind. */
-#define VSRV_KINDS_MAX 16
-
 /* Per kind (label kind = name), one line per counter (base/metric.h); the
  * latency histogram is rendered on its own. */
 #define VSRV_KIND_METRICS(X) \
@@ -242,9 +239,11 @@ struct vsrv_stats {
 	uint64_t in_flight[VSRV_STAGES];
 	/* channels (adjacent: vsrv_metric_groups walks them with one stride) */
 	struct vch_stats jobs, replies;
-	/* job kinds */
+	/* per kind: the server's routes, the job kinds, "other" (as many as
+	 * the registry has: the memory after the struct, vsrv_stats_new) */
 	unsigned n_kinds;
-	struct vsrv_kind_stats kinds[VSRV_KINDS_MAX];
+	unsigned kinds_cap;
+	struct vsrv_kind_stats *kinds;
 	/* writes to cache lines shared between workers, by site (base/lineaudit.h):
 	 * counted in --enable-line-audit builds only (the family line_writes
 	 * exists there only); 0 otherwise */
@@ -292,7 +291,7 @@ struct vsrv_trace_rec {
 	int64_t gap_max_ns;       /* the longest wait between two of its slices */
 	uint32_t slices;
 	uint16_t status;
-	uint8_t kind;             /* index of vsrv_stats.kinds */
+	uint32_t kind;            /* index of vsrv_stats.kinds */
 	int8_t worker[VSRV_TW_N]; /* who parsed, ran, encoded, sent it (-1: nobody) */
 };
 
@@ -323,7 +322,10 @@ const char *vsrv_kind_name(const struct vsrv *srv, unsigned k);
  * arenas that there may be something to trim. Any thread. */
 uint64_t vsrv_freed_mark(struct vsrv *srv);
 
-/* Fill *out (large: ~8 KiB per kind; heap-allocate it). Any thread. */
+/* A snapshot's memory, zeroed, with room for srv's kinds (~8 KiB each):
+ * free() it. NULL: no memory. Any thread. */
+struct vsrv_stats *vsrv_stats_new(const struct vsrv *srv);
+/* Fill *out (from vsrv_stats_new for this server). Any thread. */
 void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out);
 
 /* Log the snapshot's counters on one line at notice level, from the tables

@@ -200,7 +200,7 @@ unsigned vsrv_trace_take(struct vsrv *srv, struct vsrv_trace_rec *out, unsigned 
 	}
 	pthread_mutex_unlock(&srv->trace_mu);
 	if (st) {
-		struct vsrv_stats *s = malloc(sizeof(*s));
+		struct vsrv_stats *s = vsrv_stats_new(srv);
 
 		/* Relaxed: a setting on its own. */
 		st->every = atomic_load_explicit(&srv->live.trace_every, memory_order_relaxed);

@@ -158,7 +158,7 @@ static void status(struct vd_life *l, int64_t now, bool force)
 	if (!vd_notify_enabled())
 		return; /* no service manager to tell: skip the snapshot */
 	l->status_next = now + STATUS_MS * VB_NS_PER_MS - l->tick_ns / 2;
-	s = malloc(sizeof(*s));
+	s = vsrv_stats_new(l->srv);
 	if (!s)
 		return;
 	vsrv_stats_snapshot(l->srv, s);
@@ -320,7 +320,7 @@ int vd_life_undrain(struct vd_life *l)
 void vd_life_drain_tick(void *ctx)
 {
 	struct vd_life *l = ctx;
-	struct vsrv_stats *s = malloc(sizeof(*s));
+	struct vsrv_stats *s = vsrv_stats_new(l->srv);
 
 	tick(l);
 	if (l->agent_fd >= 0)
