@@ -43,6 +43,7 @@ struct vjob {
 	bool in_fini;               /* fini runs: the response may not change */
 	bool sleep_pending;         /* start returned SLEEP: the first step parks */
 	uint32_t slices;
+	int error;                  /* vjob_error's */
 	int64_t wake_ns;            /* sleep_until's */
 	char text[VJOB_TEXT];       /* a short body (body_alloc, COPY, respondf) */
 	char hdrs_inline[VJOB_HDRS];

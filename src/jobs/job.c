@@ -67,6 +67,7 @@ void vjob__fail(struct vjob *job, int err)
 	/* Release the kind's state (a zlib stream) before answering. */
 	run_fini(job);
 	vjob__response_reset(job);
+	job->error = err;
 	job->res.status = err == -ENOMEM ? 503 : 500;
 	job->res.body = (const uint8_t *)(err == -ENOMEM ? oom : internal);
 	job->res.body_len = err == -ENOMEM ? sizeof(oom) - 1 : sizeof(internal) - 1;
@@ -192,4 +193,9 @@ const struct vjob_kind *vjob_kind_of(const struct vjob *job)
 uint32_t vjob_slices(const struct vjob *job)
 {
 	return job->slices;
+}
+
+int vjob_error(const struct vjob *job)
+{
+	return job->error;
 }

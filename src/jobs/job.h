@@ -161,6 +161,10 @@ const struct vjob_result *vjob_result(const struct vjob *job);
 const struct vjob_kind *vjob_kind_of(const struct vjob *job);
 /* vjob_step calls that ran the kind's step so far (slices run). */
 uint32_t vjob_slices(const struct vjob *job);
+/* When the kind failed the job (start or step returned -errno, or a code
+ * voltd does not know: the result is then voltd's 500 or 503), what it
+ * returned (-EPROTO for an unknown code); 0 otherwise. */
+int vjob_error(const struct vjob *job);
 
 /* ------------------------------------------------------------ modules */
 
@@ -240,6 +244,10 @@ void vjob_mod_key_format(const struct vjob_mod *m, size_t i, char *buf, size_t l
 /* A kind's counter, summed over the threads (the value count() added
  * to); 0 for an index the kind does not declare. Any thread. */
 uint64_t vjob_kind_counter(const struct vjob_kind *k, unsigned counter);
+/* How many counters the kind declared, and counter c's declaration (a
+ * zero-extended copy of the module's; all NULL past the count). */
+unsigned vjob_kind_counter_count(const struct vjob_kind *k);
+struct voltd_counter vjob_kind_counter_decl(const struct vjob_kind *k, unsigned counter);
 
 /* ------------------------------------------------------------ registry */
 

@@ -231,6 +231,21 @@ uint64_t vjob_kind_counter(const struct vjob_kind *k, unsigned c)
 	return sum;
 }
 
+unsigned vjob_kind_counter_count(const struct vjob_kind *k)
+{
+	return k->n_counters;
+}
+
+struct voltd_counter vjob_kind_counter_decl(const struct vjob_kind *k, unsigned c)
+{
+	struct voltd_counter d = { 0 };
+	size_t stride = k->mod->desc.counter_size;
+
+	if (c < k->n_counters)
+		memcpy(&d, (const char *)k->def.counters + c * stride, stride < sizeof(d) ? stride : sizeof(d));
+	return d;
+}
+
 /* ------------------------------------------------------------- lookups */
 
 size_t vjob_kind_count(void)
