@@ -41,6 +41,9 @@
  *  - A step on a worker never blocks (no blocking I/O, no sleep, no wait on
  *    a lock another job may hold): it would stall every job of that worker.
  *    Work that must block goes in a kind flagged VOLTD_KIND_BLOCKING.
+ *  - A HEAD request is answered with the head of the response its kind sets
+ *    (its Content-Length that of the body), no body sent; a status 204 or
+ *    304 sends neither Content-Length nor body.
  *  - Keep no pointer into the job (its state excepted) beyond the callback
  *    that got it: request strings and buffers live while the job does, but
  *    are read only through the host calls, from the job's callbacks.
@@ -275,8 +278,9 @@ struct voltd_host {
 	 * 0 with *val and *len set, -ENOENT when absent. */
 	int (*query_param)(const struct voltd_job *job, const char *name, const char **val,
 			   size_t *len);
-	/* The first value of `name` as a strict decimal: 0, -ENOENT when
-	 * absent, -EINVAL when not digits only, -ERANGE above UINT64_MAX. */
+	/* The value of `name` as a strict decimal: 0, -ENOENT when absent,
+	 * -EINVAL when not digits only or given more than once (n=1&n=2 is
+	 * ambiguous), -ERANGE above UINT64_MAX. */
 	int (*query_u64)(const struct voltd_job *job, const char *name, uint64_t *out);
 	/* The value of request header `name` (matched without regard to
 	 * case; the first of several), leading and trailing blanks removed;
@@ -297,10 +301,12 @@ struct voltd_host {
 	/* 200..599 (the default is 200): 0 or -EINVAL. */
 	int (*set_status)(struct voltd_job *job, int status);
 	/* Add a header field. 0; -EINVAL for a name that is not a token, a
-	 * value with CR, LF or NUL, or a field voltd writes itself (Date,
+	 * value with a control character but HTAB (CR, LF, ...), or a field
+	 * voltd writes itself (Date,
 	 * Server, Content-Length, Transfer-Encoding, Connection, Keep-Alive,
 	 * Upgrade, TE, Trailer, Proxy-*); -E2BIG past VOLTD_HEADERS_MAX;
-	 * -ENOMEM. Content-Type is set here (none when not set). */
+	 * -ENOMEM. Content-Type is set here (none when not set; a second one
+	 * replaces the first). */
 	int (*set_header)(struct voltd_job *job, const char *name, const char *value);
 	/* The body, len bytes at data, taken as `how` says (VOLTD_BODY_*);
 	 * replaces an earlier body. 0, -ENOMEM (COPY only; a MALLOC buffer
@@ -316,7 +322,7 @@ struct voltd_host {
 	int (*respond)(struct voltd_job *job, int status, const char *content_type,
 		       const void *data, size_t len, uint32_t how);
 	/* Status and a text/plain body formatted as printf(3) does; returns
-	 * VOLTD_STEP_DONE or -ENOMEM. */
+	 * VOLTD_STEP_DONE, -ENOMEM, or -EINVAL as set_status. */
 	int (*respondf)(struct voltd_job *job, int status, const char *fmt, ...)
 		VOLTD__PRINTF(3, 4);
 
@@ -342,7 +348,9 @@ struct voltd_host {
 	 * counters array). Job; costs no more than a relaxed add. */
 	void (*count)(struct voltd_job *job, uint32_t counter, uint64_t n);
 	/* The calling thread's index in [0, thread_count()): workers first,
-	 * then the blocking threads. Stable during one callback only. */
+	 * then the blocking threads, then one index for every other thread
+	 * (init and shutdown run on the main thread). Stable during one
+	 * callback only. */
 	unsigned (*thread_index)(void);
 	/* How many indexes thread_index() may return; fixed once init runs. */
 	unsigned (*thread_count)(void);

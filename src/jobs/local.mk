@@ -20,3 +20,9 @@ TESTS += tests/unit/test_jobs
 tests_unit_test_jobs_SOURCES = tests/unit/test_jobs.c
 tests_unit_test_jobs_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS) $(ZLIB_CFLAGS)
 tests_unit_test_jobs_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
+
+check_PROGRAMS += tests/unit/test_jobs_host
+TESTS += tests/unit/test_jobs_host
+tests_unit_test_jobs_host_SOURCES = tests/unit/test_jobs_host.c
+tests_unit_test_jobs_host_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_jobs_host_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
