@@ -26,3 +26,11 @@ TESTS += tests/unit/test_jobs_host
 tests_unit_test_jobs_host_SOURCES = tests/unit/test_jobs_host.c
 tests_unit_test_jobs_host_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_jobs_host_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
+
+# count() and log() under worker threads (stress; also under TSan), and the
+# host calls' test (it runs a runtime, and logs from the main thread).
+check_PROGRAMS += tests/stress/stress_jobs
+TESTS += tests/stress/stress_jobs
+TSAN_TESTS += tests/stress/stress_jobs tests/unit/test_jobs_host
+tests_stress_stress_jobs_SOURCES = tests/stress/stress_jobs.c
+tests_stress_stress_jobs_LDADD = $(VOLT_ALL_LIBS)

@@ -112,20 +112,26 @@ void vjob__log_stop(void)
 	lq.running = false;
 	lq.stop = false;
 	pthread_mutex_unlock(&lq.mu);
+	/* Relaxed: see writer (no worker logs any more). */
+	uint64_t d = atomic_exchange_explicit(&lq.dropped, 0, memory_order_relaxed);
+	if (d)
+		vb_log(LOG_WARNING, "jobs: %llu module log line(s) dropped (the log queue was busy or full)",
+		       (unsigned long long)d);
 }
 
-/* On a worker: queue the line, or drop it (counted) rather than wait. */
-static void enqueue(int level, const char *text)
+/* On a worker: queue the line, or drop it (counted) rather than wait;
+ * false when dropped. */
+static bool enqueue(int level, const char *text)
 {
 	if (pthread_mutex_trylock(&lq.mu) != 0) {
 		/* Relaxed: see writer. */
 		atomic_fetch_add_explicit(&lq.dropped, 1, memory_order_relaxed);
-		return;
+		return false;
 	}
 	if (!lq.running || lq.n == VJOB_LOG_QUEUE) {
 		pthread_mutex_unlock(&lq.mu);
 		atomic_fetch_add_explicit(&lq.dropped, 1, memory_order_relaxed);
-		return;
+		return false;
 	}
 	struct qline *l = &lq.q[(lq.head + lq.n) % VJOB_LOG_QUEUE];
 	l->level = level;
@@ -133,6 +139,7 @@ static void enqueue(int level, const char *text)
 	lq.n++;
 	pthread_cond_signal(&lq.cv);
 	pthread_mutex_unlock(&lq.mu);
+	return true;
 }
 
 void vjob__log(const struct vjob_mod *m, int level, const char *fmt, va_list ap)
@@ -159,8 +166,12 @@ void vjob__log(const struct vjob_mod *m, int level, const char *fmt, va_list ap)
 		size_t at = strlen(text);
 		snprintf(text + at, sizeof(text) - at, " (%llu more line(s) held back)", (unsigned long long)held);
 	}
-	if (vrt_worker_id() >= 0)
-		enqueue(level, text);
-	else
+	if (vrt_worker_id() < 0) {
 		vb_log(level, "%s", text);
+	} else if (!enqueue(level, text) && held) {
+		/* The line is counted as dropped; the lines it said were held
+		 * back are said by the next one instead. Relaxed: see admit. */
+		atomic_fetch_add_explicit(&((struct vb_ratelimit *)&m->log_rl)->suppressed, (uint32_t)held,
+					  memory_order_relaxed);
+	}
 }
