@@ -64,6 +64,7 @@ struct ct {
 	struct iovec iov[2];
 	char *big;
 	bool abandon;       /* fixed_steal: end with vio_conn_abandon */
+	bool moved_seen;    /* return_to_parked: home seen asleep */
 	int first_w;        /* fixed_steal: worker of the first operation */
 	char buf[4096];
 };
@@ -991,6 +992,31 @@ static void test_stalled_reader(void **state)
 /* Arms a multishot receive on its home worker, then reads the bytes on
  * the other worker: the provided buffer goes back to home's return stack
  * while home sleeps. Then waits, dormant, to be woken for its abandon. */
+static struct vrt *return_rt;
+
+/* Until worker w is seen PARKED in the same park 20 ms apart (a hang
+ * guard of 20 s): it sleeps, with nothing left to wake it but what the
+ * caller does next. */
+static bool wait_parked_still(struct vrt *rt, int w)
+{
+	struct vrt_worker_stats ws[2];
+	int64_t t0 = vb_now_ns();
+	uint64_t parks;
+
+	while (vb_now_ns() - t0 < 20000 * MS) {
+		vrt_stats_snapshot(rt, NULL, ws, 2);
+		parks = ws[w].parks;
+		if (ws[w].state == VRT_WS_PARKED) {
+			usleep(20000);
+			vrt_stats_snapshot(rt, NULL, ws, 2);
+			if (ws[w].state == VRT_WS_PARKED && ws[w].parks == parks)
+				return true;
+		}
+		usleep(1000);
+	}
+	return false;
+}
+
 static enum vrt_poll return_to_parked_poll(struct ioh_task *self)
 {
 	struct ct *t = (struct ct *)self;
@@ -1009,6 +1035,12 @@ static enum vrt_poll return_to_parked_poll(struct ioh_task *self)
 		p = ioh_leave_worker(&t->base, &t->leave); /* until the other worker runs us */
 		if (p != VRT_READY)
 			return p;
+		/* The buffer goes back only once home sleeps with no bound:
+		 * nothing but the return's own wake-up can give it back. */
+		if (!t->moved_seen) {
+			TASK_CHECK(wait_parked_still(return_rt, t->home));
+			t->moved_seen = true;
+		}
 		p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
 		if (p != VRT_READY)
 			return p;
@@ -1025,7 +1057,11 @@ static enum vrt_poll return_to_parked_poll(struct ioh_task *self)
 /* A provided buffer read on another worker goes back to its owner's
  * return stack; an owner that sleeps (here with parks that never time
  * out) must still get it back, or its ring runs short while it sleeps and
- * the gauge says the buffer is held (test_echo_many's bufs_out 14 and 1). */
+ * the gauge says the buffer is held (test_echo_many's bufs_out 14 and 1).
+ * The reader takes the buffer only once the owner is seen asleep in one
+ * park 20 ms apart, so only the return's own wake-up ([B3]) can end that
+ * park; before, the owner was still awake and took it at its next service
+ * pass. io_uring only (libev has no provided buffers). */
 static void test_buf_return_to_parked_owner(void **state)
 {
 	struct vio_worker_stats ws[2];
@@ -1037,6 +1073,7 @@ static void test_buf_return_to_parked_owner(void **state)
 	(void)state;
 	vio__test_park_unbounded = true;
 	two_workers(&h);
+	return_rt = h.rt;
 	assert_int_equal(ioh_tcp_pair(fds), 0);
 	t = ct_new(return_to_parked_poll, fds[0]);
 	ioh_spawn(&h, &t->base, true);
