@@ -119,6 +119,13 @@ static void po_worker_stop(void *ctx, unsigned id)
 /* Test hook (internal.h): parks ignore the runtime's timeout. */
 bool vio__test_park_unbounded;
 
+bool vio__test_completions_pending(void)
+{
+	struct vio_worker *w = vio__self();
+
+	return !w || w->io->be != &vio__uring_ops || vio__uring_test_pending(w);
+}
+
 static void po_park(void *ctx, unsigned id, int64_t timeout_ns)
 {
 	struct vio *io = ctx;

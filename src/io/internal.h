@@ -324,6 +324,11 @@ void vio__mbox_run(struct vio_worker *w);
 /* Test hook: parks ignore the runtime's park timeout, so that a lost
  * wakeup is a hang instead of a delay (driver.c). Set before starting. */
 extern bool vio__test_park_unbounded;
+/* Test hook, from a task: io_uring holds completions for the calling
+ * worker that its next poll collects (always true on libev, whose poll
+ * asks the kernel every time). */
+bool vio__test_completions_pending(void);
+bool vio__uring_test_pending(struct vio_worker *w);
 /* Any thread: end the current or next park of w (the runtime's unpark). */
 void vio__notify(struct vio_worker *w);
 

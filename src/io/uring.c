@@ -1217,3 +1217,13 @@ const struct vio_backend_ops vio__uring_ops = {
 	.fx_install = ur_fx_install,
 	.fx_close = ur_fx_close,
 };
+
+/* Test hook (w's own thread): does the kernel hold completions that w's
+ * next poll collects (deferred task work, CQEs not reaped yet)? */
+bool vio__uring_test_pending(struct vio_worker *w)
+{
+	struct vio_uring_w *uw = uw_of(w);
+
+	return (IO_URING_READ_ONCE(*uw->ring.sq.kflags) & IORING_SQ_TASKRUN) ||
+	       io_uring_cq_ready(&uw->ring);
+}

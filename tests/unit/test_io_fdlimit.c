@@ -32,6 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "io/internal.h" /* vio__test_completions_pending */
 #include "tests/helpers/io_harness.h"
 #include "base/time.h"
 #include "base/compiler.h"
@@ -201,7 +202,12 @@ static void test_accept_under_emfile(void **state)
 
 /* A task that spins `ms` in one poll, so that a connection arrives while
  * its worker runs it and the accept's completion is reaped by the poll
- * that follows (after the driver's service pass), not by the park. */
+ * that follows (after the driver's service pass), not by the park. The
+ * spin goes on until the kernel holds that completion for the worker
+ * (io_uring's deferred task work, a hang guard of 10 s): when it came
+ * only after the spin, the park's own wait collected it and the service
+ * pass after the park re-armed the listener, and the test passed without
+ * the park's re-arm it is about (half the runs). */
 struct spinner {
 	struct ioh_task base;
 	unsigned ms;
@@ -211,13 +217,39 @@ struct spinner {
 static enum vrt_poll spinner_poll(struct ioh_task *t)
 {
 	struct spinner *s = (struct spinner *)t;
-	int64_t end = vb_now_ns() + (int64_t)s->ms * VB_NS_PER_MS;
+	int64_t start = vb_now_ns(), end = start + (int64_t)s->ms * VB_NS_PER_MS;
 
 	atomic_store(&s->phase, 1);
-	while (vb_now_ns() < end)
+	while (vb_now_ns() < end ||
+	       (!vio__test_completions_pending() && vb_now_ns() - start < 10000 * VB_NS_PER_MS))
 		;
 	atomic_store(&s->phase, 2);
 	return VRT_READY;
+}
+
+/* Until the (only) worker is seen PARKED in one park 20 ms apart: what it
+ * queued (the listener's accept) is in the kernel, since the park's wait
+ * submits it. Otherwise the accept went in with the flush after the spin,
+ * its completion was reaped by a poll with a service pass after it, and
+ * the test passed without the park's re-arm. */
+static void wait_parked(struct ioh *h)
+{
+	struct vrt_worker_stats ws;
+	int64_t t0 = vb_now_ns();
+	uint64_t parks;
+
+	for (;;) {
+		vrt_stats_snapshot(h->rt, NULL, &ws, 1);
+		parks = ws.parks;
+		if (ws.state == VRT_WS_PARKED) {
+			usleep(20000);
+			vrt_stats_snapshot(h->rt, NULL, &ws, 1);
+			if (ws.state == VRT_WS_PARKED && ws.parks == parks)
+				return;
+		}
+		assert_true(vb_now_ns() - t0 < 20000 * VB_NS_PER_MS);
+		usleep(1000);
+	}
 }
 
 static void spin_while(struct ioh *h, unsigned ms, void (*during)(void *), void *arg)
@@ -225,6 +257,7 @@ static void spin_while(struct ioh *h, unsigned ms, void (*during)(void *), void 
 	struct spinner *s = ioh_task_new(sizeof(*s), spinner_poll, NULL);
 
 	s->ms = ms;
+	wait_parked(h);
 	ioh_spawn(h, &s->base, true);
 	while (atomic_load(&s->phase) == 0)
 		usleep(1000);
