@@ -15,7 +15,9 @@
  *
  * Adding a site: one line in VB_LINE_SITES (its name is the label value
  * `site` of the server's line_writes family), VB_LINE_WRITE(name) at the
- * write. Sites whose name ends in _read count reads of another side's hot
+ * write. The chan sites of a channel set's member count only the writes
+ * made off the member's own worker (chan/internal.h, VCH_LINE_WRITE): a
+ * worker's writes to its own member stay in its core's cache. Sites whose name ends in _read count reads of another side's hot
  * lines (they take the line shared, so the next write there pays too).
  */
 #ifndef VOLTD_BASE_LINEAUDIT_H
@@ -33,6 +35,7 @@
 	X(chan_waitq_lock)  /* a side's waiter list, under its mutex */ \
 	X(chan_wake)        /* a waiter's state written by the waker of the other side */ \
 	X(chan_stats)       /* a side's statistics line: an empty / full event, a wait, a hint */ \
+	X(chan_help)        /* a channel set's help mask: a member asks for help, or is found empty */ \
 	X(srv_inflight)     /* srv->inflight, the body budget */ \
 	X(srv_conns)        /* srv->conns_open / conns_alive: an accept, a close, a drop */ \
 	X(srv_paused)       /* srv->paused_n and an acceptor's paused flag */ \

@@ -18,8 +18,6 @@
  *   the waiter off its queue: the waker (after the wake) or the owner.
  */
 #include "chan/internal.h"
-#include "base/lineaudit.h"
-#include "rt/rt.h"
 
 /* A task that registers found the channel empty (full) and waits: both
  * statistics in one counter (task_waits, added to both by vch_stats_get),
@@ -28,7 +26,7 @@ static void side_count(struct vch *ch, unsigned dir, bool task_waits)
 {
 	struct vch_side_stats *st = dir == VCH_DIR_SEND ? &ch->send_stats : &ch->recv_stats;
 
-	VB_LINE_WRITE(chan_stats);
+	VCH_LINE_WRITE(ch->home, chan_stats);
 	/* Relaxed: statistics. */
 	atomic_fetch_add_explicit(task_waits ? &st->task_waits : &st->blocked_events, 1,
 				  memory_order_relaxed);
@@ -39,17 +37,35 @@ static inline enum vch_status attempt(struct vch *ch, unsigned dir, uint64_t *v)
 	return dir == VCH_DIR_SEND ? vch__send_attempt(ch, *v) : vch__recv_attempt(ch, v);
 }
 
+void vch__count_task_wait(struct vch *ch, unsigned dir)
+{
+	side_count(ch, dir, true);
+}
+
+void vch__pass_on(struct vch_waiter *w)
+{
+	struct vch *ch = w->ch;
+
+	if (w->dir == VCH_DIR_RECV && ch->set) {
+		/* For the member whose value it announced: its own queue's
+		 * newest waiter, else (set.c) another member's. */
+		vch__wake_recv(vch_set_member(ch->set, w->from));
+		return;
+	}
+	vch__waitq_notify_one(vch__queue_of(ch, w->dir), ch->home < 0 ? 0 : (unsigned)ch->home);
+}
+
 /* Take w off its queue after the operation finished while w was still
  * registered. If a waker had claimed w in the meantime, the wakeup it
  * carried is handed to the next waiter, so it is not lost. */
-static void withdraw(struct vch_waiter *w)
+void vch__withdraw(struct vch_waiter *w)
 {
 	struct vch_waitq *q = vch__queue_of(w->ch, w->dir);
 
 	if (vch__waitq_remove(q, w)) {
 		vrt_task_unref(w->task);   /* the queue's reference */
 	} else {
-		vch__waitq_notify_one(q);  /* the waker dropped the reference */
+		vch__pass_on(w);           /* the waker dropped the reference */
 	}
 	w->task = NULL;
 	/* Relaxed: the owner's own field from now on (no waker holds w). */
@@ -81,7 +97,7 @@ static enum vch_status op_poll(struct vch *ch, unsigned dir, struct vch_waiter *
 		VB_BUG_ON(w->ch != ch || w->dir != dir);
 		if (r == busy)
 			return VCH_PENDING;
-		withdraw(w);
+		vch__withdraw(w);
 		return r;
 	}
 	if (r != busy)
@@ -107,7 +123,7 @@ static enum vch_status op_poll(struct vch *ch, unsigned dir, struct vch_waiter *
 	r = attempt(ch, dir, v);
 	if (r == busy)
 		return VCH_PENDING;
-	withdraw(w);
+	vch__withdraw(w);
 	return r;
 }
 
@@ -129,12 +145,12 @@ void vch_waiter_cancel(struct vch_waiter *w)
 	if (s == VCH_W_IDLE)
 		return;
 	if (s == VCH_W_WAITING) {
-		withdraw(w);
+		vch__withdraw(w);
 		return;
 	}
 	/* NOTIFIED: a wakeup arrived that this waiter will not use. */
 	w->task = NULL;
 	/* Relaxed: owner-only once NOTIFIED. */
 	atomic_store_explicit(&w->state, VCH_W_IDLE, memory_order_relaxed);
-	vch__waitq_notify_one(vch__queue_of(w->ch, w->dir));
+	vch__pass_on(w);
 }

@@ -43,7 +43,6 @@
  *   them).
  */
 #include "chan/internal.h"
-#include "base/lineaudit.h"
 #include "base/time.h"
 
 #include <errno.h>
@@ -74,7 +73,7 @@ int vch__new_at(size_t capacity, uint64_t start, struct vch **out)
 	uint64_t size = 2;
 
 	*out = NULL;
-	if (capacity == 0 || capacity > VCH_CAPACITY_MAX)
+	if (capacity > VCH_CAPACITY_MAX)
 		return -EINVAL;
 	while (size < capacity)
 		size <<= 1;
@@ -90,6 +89,8 @@ int vch__new_at(size_t capacity, uint64_t start, struct vch **out)
 	ch->size2 = size * VCH_POS_STEP;
 	ch->cap2 = (uint64_t)capacity * VCH_POS_STEP;
 	ch->start = start;
+	ch->set = NULL;
+	ch->home = -1;
 	ch->check_len = (size != capacity);
 	/* Slot i serves positions i, i + size, ...: the first of them is the
 	 * position p >= start with p = i (mod size). */
@@ -113,8 +114,12 @@ int vch__new_at(size_t capacity, uint64_t start, struct vch **out)
 	atomic_init(&ch->recv_stats.wait_hint, 0);
 	atomic_init(&ch->send_stats.gap_avg, vch__gap_init);
 	atomic_init(&ch->recv_stats.gap_avg, vch__gap_init);
-	vch__waitq_init(&ch->sendq);
-	vch__waitq_init(&ch->recvq);
+	atomic_init(&ch->send_stats.crossed, 0);
+	atomic_init(&ch->recv_stats.crossed, 0);
+	atomic_init(&ch->send_stats.cross_wakes, 0);
+	atomic_init(&ch->recv_stats.cross_wakes, 0);
+	vch__waitq_init(&ch->sendq, -1, false);
+	vch__waitq_init(&ch->recvq, -1, true);
 	(void)pause_ps();   /* calibrated once per process, not in a wait */
 	*out = ch;
 	return 0;
@@ -127,6 +132,10 @@ err:
 
 int vch_new(size_t capacity, struct vch **out)
 {
+	if (capacity == 0) {
+		*out = NULL;
+		return -EINVAL;
+	}
 	return vch__new_at(capacity, 0, out);
 }
 
@@ -180,13 +189,13 @@ enum vch_status send_attempt(struct vch *ch, uint64_t value)
 				if ((int64_t)(tail - head) >= (int64_t)ch->cap2)
 					return VCH_FULL;
 			}
-			VB_LINE_WRITE(chan_tail);
+			VCH_LINE_WRITE(ch->home, chan_tail);
 			/* [CR2] seq_cst: claims the position; Dekker with [CW3].
 			 * Relaxed on failure: the value read is only a new guess. */
 			if (vb_likely(atomic_compare_exchange_weak_explicit(&ch->tail, &tail,
 					tail + VCH_POS_STEP, memory_order_seq_cst,
 					memory_order_relaxed))) {
-				VB_LINE_WRITE(chan_slot);
+				VCH_LINE_WRITE(ch->home, chan_slot);
 				s->value = value;
 				/* [CR3] release: publishes the value; pairs with [CR4]. */
 				atomic_store_explicit(&s->stamp, tail + 1, memory_order_release);
@@ -223,14 +232,14 @@ enum vch_status recv_attempt(struct vch *ch, uint64_t *value)
 		int64_t dif = (int64_t)(stamp - (head + 1));
 
 		if (vb_likely(dif == 0)) {
-			VB_LINE_WRITE(chan_head);
+			VCH_LINE_WRITE(ch->home, chan_head);
 			/* [CR5] seq_cst: claims the position; Dekker with [CW3].
 			 * Relaxed on failure: the value read is only a new guess. */
 			if (vb_likely(atomic_compare_exchange_weak_explicit(&ch->head, &head,
 					head + VCH_POS_STEP, memory_order_seq_cst,
 					memory_order_relaxed))) {
 				*value = s->value;
-				VB_LINE_WRITE(chan_slot);
+				VCH_LINE_WRITE(ch->home, chan_slot);
 				/* [CR6] release: frees the slot; pairs with [CR1]. */
 				atomic_store_explicit(&s->stamp, head + ch->size2, memory_order_release);
 				return VCH_OK;
@@ -256,7 +265,7 @@ enum vch_status vch__send_attempt(struct vch *ch, uint64_t value)
 	enum vch_status r = send_attempt(ch, value);
 
 	if (r == VCH_OK)
-		vch__waitq_notify(&ch->recvq);
+		vch__wake_recv(ch);
 	return r;
 }
 
@@ -265,7 +274,7 @@ enum vch_status vch__recv_attempt(struct vch *ch, uint64_t *value)
 	enum vch_status r = recv_attempt(ch, value);
 
 	if (r == VCH_OK)
-		vch__waitq_notify(&ch->sendq);
+		vch__wake_send(ch);
 	return r;
 }
 
@@ -274,9 +283,9 @@ enum vch_status vch_try_send(struct vch *ch, uint64_t value)
 	enum vch_status r = send_attempt(ch, value);
 
 	if (vb_likely(r == VCH_OK)) {
-		vch__waitq_notify(&ch->recvq);
+		vch__wake_recv(ch);
 	} else if (r == VCH_FULL) {
-		VB_LINE_WRITE(chan_stats);
+		VCH_LINE_WRITE(ch->home, chan_stats);
 		/* Relaxed: a statistic. */
 		atomic_fetch_add_explicit(&ch->send_stats.blocked_events, 1, memory_order_relaxed);
 	}
@@ -288,22 +297,32 @@ enum vch_status vch_try_recv(struct vch *ch, uint64_t *value)
 	enum vch_status r = recv_attempt(ch, value);
 
 	if (vb_likely(r == VCH_OK)) {
-		vch__waitq_notify(&ch->sendq);
+		vch__wake_send(ch);
 	} else if (r == VCH_EMPTY) {
-		VB_LINE_WRITE(chan_stats);
+		VCH_LINE_WRITE(ch->home, chan_stats);
 		/* Relaxed: a statistic. */
 		atomic_fetch_add_explicit(&ch->recv_stats.blocked_events, 1, memory_order_relaxed);
 	}
 	return r;
 }
 
-void vch_close(struct vch *ch)
+void vch__close_bit(struct vch *ch)
 {
-	VB_LINE_WRITE(chan_tail);
+	VCH_LINE_WRITE(ch->home, chan_tail);
 	/* [CR7] seq_cst: Dekker partner of [CW3], like [CR2]. */
 	atomic_fetch_or_explicit(&ch->tail, VCH_CLOSED_BIT, memory_order_seq_cst);
+}
+
+void vch__close_wake(struct vch *ch)
+{
 	vch__waitq_notify_all(&ch->sendq);
 	vch__waitq_notify_all(&ch->recvq);
+}
+
+void vch_close(struct vch *ch)
+{
+	vch__close_bit(ch);
+	vch__close_wake(ch);
 }
 
 bool vch_is_closed(const struct vch *ch)
@@ -359,6 +378,9 @@ void vch_stats_get(const struct vch *ch, struct vch_stats *out)
 	out->recv_waits = atomic_load_explicit(&c->recv_stats.waits, memory_order_relaxed) + rtw;
 	out->send_spins = atomic_load_explicit(&c->send_stats.spun, memory_order_relaxed);
 	out->recv_spins = atomic_load_explicit(&c->recv_stats.spun, memory_order_relaxed);
+	out->stolen = atomic_load_explicit(&c->recv_stats.crossed, memory_order_relaxed);
+	out->spilled = atomic_load_explicit(&c->send_stats.crossed, memory_order_relaxed);
+	out->cross_wakes = atomic_load_explicit(&c->send_stats.cross_wakes, memory_order_relaxed);
 }
 
 void vch_waiter_init(struct vch_waiter *w)
@@ -369,6 +391,7 @@ void vch_waiter_init(struct vch_waiter *w)
 	atomic_init(&w->state, VCH_W_IDLE);
 	w->dir = 0;
 	w->linked = 0;
+	w->from = 0;
 }
 
 /* ------------------------------------------------------------------ blocking */
@@ -392,9 +415,9 @@ void vch_waiter_init(struct vch_waiter *w)
  * 2. A few sched_yield retries (VCH_BLOCK_YIELDS): on a machine with fewer
  *    CPUs than runnable threads, the party we wait for may need our CPU.
  * 3. Register a waiter, re-check ([CW3]), sleep on its futex. The other side
- *    wakes the first registered waiter after every single operation that
- *    makes a value (slot) available (vch__waitq_notify), so a sleeper is
- *    woken for one value too.
+ *    wakes one registered waiter (the newest receiver, the oldest sender)
+ *    after every single operation that makes a value (slot) available
+ *    (vch__wake_recv / _send), so a sleeper is woken for one value too.
  *
  * The spin bound. A gap is how long a blocked operation waited until it got
  * its value (free slot), in PAUSEs: counted by phase 1 itself while it
@@ -574,7 +597,7 @@ static enum vch_status spin_phase(struct vch *ch, unsigned dir, uint64_t *v,
 					set_hint(st, hint, hint + 1);
 				else
 					set_hint(st, hint, 0);
-				VB_LINE_WRITE(chan_stats);
+				VCH_LINE_WRITE(ch->home, chan_stats);
 				/* Relaxed: a statistic. */
 				atomic_fetch_add_explicit(&st->spun, 1, memory_order_relaxed);
 				return r;
@@ -599,7 +622,7 @@ static enum vch_status yield_phase(struct vch *ch, unsigned dir, uint64_t *v,
 		sched_yield();
 		r = attempt(ch, dir, v);
 		if (r != busy) {
-			VB_LINE_WRITE(chan_stats);
+			VCH_LINE_WRITE(ch->home, chan_stats);
 			/* Relaxed: a statistic. */
 			atomic_fetch_add_explicit(&st->spun, 1, memory_order_relaxed);
 			return r;
@@ -665,7 +688,7 @@ static enum vch_status block_wait(struct vch *ch, unsigned dir, uint64_t *v,
 		/* Relaxed: w is published by the seq_cst register [CW1]. */
 		atomic_store_explicit(&w.state, VCH_W_WAITING, memory_order_relaxed);
 		vch__waitq_register(q, &w);
-		VB_LINE_WRITE(chan_stats);
+		VCH_LINE_WRITE(ch->home, chan_stats);
 		/* Relaxed: a statistic. */
 		atomic_fetch_add_explicit(&st->waits, 1, memory_order_relaxed);
 		/* [CW3] seq_cst fence: the re-check below sees every ring RMW whose
@@ -676,7 +699,7 @@ static enum vch_status block_wait(struct vch *ch, unsigned dir, uint64_t *v,
 			/* Done without sleeping. If a waker claimed us meanwhile, its
 			 * wakeup was meant for some waiter: pass it on. */
 			if (!vch__waitq_remove(q, &w))
-				vch__waitq_notify_one(q);
+				vch__pass_on(&w);
 			goto done;
 		}
 		if (vch__waiter_sleep(&w, deadline_ns) < 0) {
@@ -711,7 +734,7 @@ enum vch_status vch_send_timed(struct vch *ch, uint64_t value, int64_t timeout_n
 
 	if (vb_likely(r != VCH_FULL))
 		return r;
-	VB_LINE_WRITE(chan_stats);
+	VCH_LINE_WRITE(ch->home, chan_stats);
 	/* Relaxed: a statistic. */
 	atomic_fetch_add_explicit(&ch->send_stats.blocked_events, 1, memory_order_relaxed);
 	if (timeout_ns == 0)
@@ -726,7 +749,7 @@ enum vch_status vch_recv_timed(struct vch *ch, uint64_t *value, int64_t timeout_
 
 	if (vb_likely(r != VCH_EMPTY))
 		return r;
-	VB_LINE_WRITE(chan_stats);
+	VCH_LINE_WRITE(ch->home, chan_stats);
 	/* Relaxed: a statistic. */
 	atomic_fetch_add_explicit(&ch->recv_stats.blocked_events, 1, memory_order_relaxed);
 	if (timeout_ns == 0)
@@ -752,12 +775,12 @@ enum vch_status vch_send(struct vch *ch, uint64_t value)
 	if (vb_likely(slot_ready(ch, VCH_DIR_SEND)))
 		r = send_attempt(ch, value);
 	if (vb_likely(r == VCH_OK)) {
-		vch__waitq_notify(&ch->recvq);
+		vch__wake_recv(ch);
 		return r;
 	}
 	if (r == VCH_CLOSED)
 		return r;
-	VB_LINE_WRITE(chan_stats);
+	VCH_LINE_WRITE(ch->home, chan_stats);
 	/* Relaxed: a statistic. */
 	atomic_fetch_add_explicit(&ch->send_stats.blocked_events, 1, memory_order_relaxed);
 	return block_wait(ch, VCH_DIR_SEND, &value, -1);
@@ -771,12 +794,12 @@ enum vch_status vch_recv(struct vch *ch, uint64_t *value)
 		r = recv_attempt(ch, value);
 
 	if (vb_likely(r == VCH_OK)) {
-		vch__waitq_notify(&ch->sendq);
+		vch__wake_send(ch);
 		return r;
 	}
 	if (r == VCH_CLOSED)
 		return r;
-	VB_LINE_WRITE(chan_stats);
+	VCH_LINE_WRITE(ch->home, chan_stats);
 	/* Relaxed: a statistic. */
 	atomic_fetch_add_explicit(&ch->recv_stats.blocked_events, 1, memory_order_relaxed);
 	return block_wait(ch, VCH_DIR_RECV, value, -1);

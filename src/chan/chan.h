@@ -16,8 +16,14 @@
  * mean the ring positions showed no room / no value during the call (a claim
  * in flight is waited for, not reported). Blocking and async waits re-check
  * after registering and cannot miss a wakeup.
- * Waiter registration takes a mutex that guards only the waiter lists, and
- * only when more than one waiter waits on the same side.
+ * Waiter registration takes a mutex (adaptive: spins briefly, then sleeps)
+ * that guards only the waiter lists, and only when more than one waiter
+ * waits on the same side. A value wakes the receiver that registered last
+ * (the warm one); room wakes the sender that registered first.
+ *
+ * A set (vch_set_*, below) is one such channel per worker with stealing
+ * across: the stages of the server use sets, so that a request's path
+ * writes only its own worker's lines.
  */
 #ifndef VOLTD_CHAN_CHAN_H
 #define VOLTD_CHAN_CHAN_H
@@ -118,6 +124,7 @@ struct vch_waiter {
 	_Atomic uint32_t state;           /* private: idle / waiting / notified ... */
 	uint8_t dir;                      /* private: send or recv queue */
 	uint8_t linked;                   /* private: on the list (queue lock) */
+	uint16_t from;                    /* private: set member the wakeup is for (waker) */
 };
 
 void vch_waiter_init(struct vch_waiter *w);
@@ -157,7 +164,9 @@ void vch_waiter_cancel(struct vch_waiter *w);
  *   registered a waiter and waited.
  *   send_spins / recv_spins: blocking sends / receives (threads) that found
  *   the channel full / empty and completed while spinning or yielding,
- *   without registering. closed: 1 once closed.
+ *   without registering. stolen / spilled / cross_wakes: a set's crossings
+ *   between members (0 outside sets; see vch_set below). closed: 1 once
+ *   closed.
  * One line per field: X(field, kind, unit, help[, name]) (base/metric.h).
  * Every value is computed by vch_stats_get (_SNAP): most come from the ring
  * positions, the others are the sum of a side's counters (chan/internal.h).
@@ -173,6 +182,10 @@ void vch_waiter_cancel(struct vch_waiter *w);
 	X(recv_waits, COUNTER_SNAP, "", "times a receiver waited for a value") \
 	X(send_spins, COUNTER_SNAP, "", "blocked thread sends that found room while spinning (no sleep)") \
 	X(recv_spins, COUNTER_SNAP, "", "blocked thread receives that found a value while spinning (no sleep)") \
+	X(stolen, COUNTER_SNAP, "", "set: values this member's receivers took from another member") \
+	X(spilled, COUNTER_SNAP, "", "set: values this member's senders put in another member, theirs being full") \
+	X(cross_wakes, COUNTER_SNAP, "", \
+	  "set: receivers of another member woken for a value here, none of this member's waiting") \
 	X(closed, GAUGE_SNAP, "", "1 once the channel is closed")
 
 struct vch_stats {
@@ -185,5 +198,70 @@ void vch_stats_get(const struct vch *ch, struct vch_stats *out);
 size_t vch_capacity(const struct vch *ch);
 /* Values currently queued (a snapshot, in [0, capacity]). */
 size_t vch_len(const struct vch *ch);
+
+/*
+ * A set of channels with stealing across: n members (one per worker, the
+ * caller says which is whose by passing `home`, its worker's index), each a
+ * bounded MPMC channel as above with its own ring, waiter queues and
+ * statistics, so the operations of one worker's tasks on their own member
+ * write no line that another worker writes.
+ *   send: to the home member; when it is full, to the next member with room
+ *     (spill), so the set holds `capacity` values in all before a send
+ *     finds it FULL: full means the whole set is full. A waiting sender
+ *     waits for room in its home member (oldest first).
+ *   receive: the member the last wakeup named, then the home member, then
+ *     (steal) the members whose senders found no receiver of their own.
+ *   wakeups: a value wakes the newest waiting receiver of its member; when
+ *     that member has none, it marks the member as needing help and wakes a
+ *     waiting receiver of another member, which takes it (the rule that no
+ *     value waits behind busy receivers while another member's receiver
+ *     waits: set.c proves it).
+ * Every operation may run on any thread with any `home` < n (the home only
+ * decides where to look first and whose lines are written); values are
+ * received once, and each member is FIFO, so values one sender puts in one
+ * member reach one receiver in order; spills and steals do not keep order
+ * across members. Receive and send with waiters are for tasks (_poll), like
+ * a single channel's; there is no blocking thread form. Progress and
+ * ordering are those of the channel above plus the set's help mask
+ * (set.c's Ordering block).
+ */
+struct vch_set;
+
+/* Most members a set has (the runtime's worker limit). */
+#define VCH_SET_MAX 256u
+
+/* A set of n members (1..VCH_SET_MAX) holding `capacity` values in all
+ * (1..VCH_CAPACITY_MAX): member i holds capacity / n, plus one for the
+ * first capacity % n (a member may hold none: its senders always spill and
+ * its receivers always steal). 0, -EINVAL or -ENOMEM. */
+int vch_set_new(unsigned n, size_t capacity, struct vch_set **out);
+/* Free a set nobody uses any more (no waiter registered). */
+void vch_set_free(struct vch_set *s);
+unsigned vch_set_size(const struct vch_set *s);
+/* Member i (i < n): for its statistics, length and try_ operations. */
+struct vch *vch_set_member(const struct vch_set *s, unsigned i);
+
+/* OK / FULL (every member full) / CLOSED. Never waits. */
+enum vch_status vch_set_try_send(struct vch_set *s, unsigned home, uint64_t value);
+/* OK / EMPTY / CLOSED (every member closed and drained). Never waits;
+ * looks at every member, not only those that asked for help. */
+enum vch_status vch_set_try_recv(struct vch_set *s, unsigned home, uint64_t *value);
+/* Tasks: as vch_send_poll / vch_recv_poll, on the set. The waiter waits
+ * on its home member's queue and serves one set and direction until idle;
+ * vch_waiter_cancel withdraws it as for a single channel. */
+enum vch_status vch_set_send_poll(struct vch_set *s, unsigned home, struct vch_waiter *w,
+				  uint64_t value);
+enum vch_status vch_set_recv_poll(struct vch_set *s, unsigned home, struct vch_waiter *w,
+				  uint64_t *value);
+/* Close every member (every waiter of the set woken). Idempotent. */
+void vch_set_close(struct vch_set *s);
+/* Values queued in all members (a snapshot; reads every member). */
+size_t vch_set_len(const struct vch_set *s);
+size_t vch_set_capacity(const struct vch_set *s);
+/* Is some value queued? Looks from the home member on and stops at the
+ * first that holds one (a snapshot). */
+bool vch_set_any(const struct vch_set *s, unsigned home);
+/* The members' statistics summed (closed: 1 once every member is). */
+void vch_set_stats_get(const struct vch_set *s, struct vch_stats *out);
 
 #endif

@@ -3,17 +3,21 @@
  * chan/internal.h: private to src/chan (and its tests): the channel layout,
  * the waiter queues and the helpers the ring, blocking and async files share.
  *
- * Ownership: struct vch is allocated by vch_new; tail and its line belong to
- * senders, head and its line to receivers (nothing else is on them), each
- * side's statistics line to that side's slow path, each waiter queue to the
- * waiters of one side and the wakers of the other. See the Ordering blocks of chan.c and
- * waitq.c for who writes what.
+ * Ownership: struct vch is allocated by vch_new (or by vch_set_new, one per
+ * member); tail and its line belong to senders, head and its line to
+ * receivers (nothing else is on them), each side's statistics line to that
+ * side's slow path, each waiter queue to the waiters of one side and the
+ * wakers of the other. A set's member belongs to one worker (its `home`):
+ * on the common path only that worker's tasks write its lines. See the
+ * Ordering blocks of chan.c, waitq.c and set.c for who writes what.
  */
 #ifndef VOLTD_CHAN_INTERNAL_H
 #define VOLTD_CHAN_INTERNAL_H
 
 #include "base/compiler.h"
+#include "base/lineaudit.h"
 #include "chan/chan.h"
+#include "rt/rt.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -57,12 +61,18 @@ struct vch_slot {
  * word: 0 = nobody waits; a waiter pointer = exactly that waiter waits (fast
  * slot, no lock taken); VCH_WQ_LIST = the waiters are on `head`..`tail`, under
  * `lock`. Wakers read it on every operation, so it lives on its own line and
- * is written only when waiters come and go.
+ * is written only when waiters come and go. Waiters join the list at its
+ * tail; a wake takes the tail when `lifo` (receivers: the most recently
+ * parked, warmest task, whose cache lines and worker are still hot, while
+ * the others stay parked) and the head otherwise (senders: the oldest, so
+ * no sender waits for room for ever while others come and go).
  */
 struct vch_waitq {
 	_Atomic uintptr_t has_waiters;
-	char pad0[VB_CACHELINE - sizeof(_Atomic uintptr_t)];
-	pthread_mutex_t lock;                   /* guards only the list below */
+	int32_t home;                           /* read-only: the owning worker, -1: none (audit) */
+	bool lifo;                              /* read-only: wake the newest waiter */
+	char pad0[VB_CACHELINE - sizeof(_Atomic uintptr_t) - sizeof(int32_t) - sizeof(bool)];
+	pthread_mutex_t lock;                   /* guards only the list below (adaptive) */
 	struct vch_waiter *head, *tail;         /* under lock; non-empty iff LIST */
 	char pad1[VB_CACHELINE - sizeof(pthread_mutex_t) - 2 * sizeof(void *)];
 };
@@ -74,6 +84,9 @@ struct vch_side_stats {
 	_Atomic uint64_t spun;            /* send_spins / recv_spins */
 	_Atomic uint32_t wait_hint;       /* blocked threads: log2 of the first pause (chan.c) */
 	_Atomic uint32_t gap_avg;         /* blocked threads: recent gap estimate (vch__gap_note) */
+	/* A set's member (set.c), counted by the member's own worker: */
+	_Atomic uint64_t crossed;         /* send: spilled; recv: stolen */
+	_Atomic uint64_t cross_wakes;     /* send: waiters of other members woken; recv: unused */
 };
 
 struct vch {
@@ -83,8 +96,10 @@ struct vch {
 	uint64_t size2;        /* 2 * size: a stamp's step from one lap to the next */
 	uint64_t cap2;         /* 2 * capacity: positions a full ring spans */
 	uint64_t start;        /* initial head/tail (tests start near the wrap) */
+	struct vch_set *set;   /* the set it is a member of, or NULL */
+	int32_t home;          /* its index in the set (its worker), -1: not a member */
 	bool check_len;        /* capacity != size: bound the length explicitly */
-	char pad0[VB_CACHELINE - 5 * sizeof(uint64_t) - sizeof(bool)];
+	char pad0[VB_CACHELINE - 5 * sizeof(uint64_t) - sizeof(void *) - sizeof(int32_t) - sizeof(bool)];
 
 	_Atomic uint64_t tail;  /* senders: next send position | closed bit */
 	char pad1[VB_CACHELINE - sizeof(uint64_t)];
@@ -105,6 +120,26 @@ struct vch {
 	struct vch_waitq recvq;  /* receivers waiting for a value */
 };
 
+/*
+ * A set of channels, one member per worker (set.c). The help mask has bit i
+ * set while member i's senders found no waiting receiver of their own (its
+ * receivers are all busy): receivers of other members look only at members
+ * whose bit is set, so an idle receiver reads one line, not every member's
+ * head and tail. Written only on the way into and out of that state, read
+ * by every receiver that runs out of work: a line of its own.
+ */
+#define VCH_SET_WORDS ((VCH_SET_MAX + 63) / 64)
+struct vch_set {
+	unsigned n;                    /* read-only: members */
+	struct vch **m;                /* read-only: m[i]->set == this, m[i]->home == i */
+	size_t capacity;               /* read-only: the members' sum */
+	vb_cacheline_aligned _Atomic uint64_t help[VCH_SET_WORDS];
+	char pad[VB_CACHELINE - VCH_SET_WORDS * sizeof(uint64_t)];
+};
+
+static_assert(offsetof(struct vch_set, help) % VB_CACHELINE == 0 &&
+	      sizeof(struct vch_set) - offsetof(struct vch_set, help) == VB_CACHELINE,
+	      "the help mask shares a line");
 static_assert(sizeof(struct vch_waitq) == 2 * VB_CACHELINE, "waitq lines");
 static_assert(offsetof(struct vch, tail) == 1 * VB_CACHELINE, "tail line");
 static_assert(offsetof(struct vch, head) == 2 * VB_CACHELINE, "head line");
@@ -113,14 +148,41 @@ static_assert(offsetof(struct vch, recv_stats) == 4 * VB_CACHELINE, "receive sta
 static_assert(offsetof(struct vch, sendq) == 5 * VB_CACHELINE, "sendq lines");
 static_assert(offsetof(struct vch, recvq) == 7 * VB_CACHELINE, "recvq lines");
 
-/* chan.c: one attempt, no statistics; waits only for an in-flight claim. */
+/*
+ * The shared-line audit (base/lineaudit.h) of a channel's lines: a member of
+ * a set counts only the writes made off its home worker (a stealer's, a
+ * spilling sender's, a waker's from elsewhere): its own worker's writes stay
+ * in that core's cache. A channel outside a set (home -1) counts every
+ * write, as any thread may make it.
+ */
+#ifdef VOLTD_LINE_AUDIT
+#define VCH_LINE_WRITE(home, name) \
+	do { if ((home) < 0 || (home) != vrt_worker_id()) VB_LINE_WRITE(name); } while (0)
+#else
+#define VCH_LINE_WRITE(home, name) ((void)0)
+#endif
+
+/* chan.c: one attempt, no statistics; waits only for an in-flight claim.
+ * A successful one wakes a waiter of the other side (vch__wake_recv, the
+ * sendq's notify). */
 enum vch_status vch__send_attempt(struct vch *ch, uint64_t value);
 enum vch_status vch__recv_attempt(struct vch *ch, uint64_t *value);
-/* Test hook: a channel whose positions start at `start` (to cross the wrap). */
+/* A channel of `capacity` values (0 allowed: a set's member that is always
+ * full and empty) whose positions start at `start` (tests cross the wrap). */
 int vch__new_at(size_t capacity, uint64_t start, struct vch **out);
+/* Close's two halves: the closed bit ([CR7]), then every waiter woken. */
+void vch__close_bit(struct vch *ch);
+void vch__close_wake(struct vch *ch);
+
+/* async.c: take a waiter that is still registered off its queue (the
+ * operation finished without its wakeup); a wakeup it was given meanwhile
+ * goes to another waiter (vch__pass_on). */
+void vch__withdraw(struct vch_waiter *w);
+/* async.c: count a task's registration (an empty / full event and a wait). */
+void vch__count_task_wait(struct vch *ch, unsigned dir);
 
 /* waitq.c */
-void vch__waitq_init(struct vch_waitq *q);
+void vch__waitq_init(struct vch_waitq *q, int home, bool lifo);
 void vch__waitq_fini(struct vch_waitq *q);
 /* Publish w (state already WAITING). The caller then issues the seq_cst
  * fence [CW3] and re-checks the ring before it may sleep. */
@@ -129,8 +191,10 @@ void vch__waitq_register(struct vch_waitq *q, struct vch_waiter *w);
  * when a waker claimed it: this returns only once the waker marked it
  * NOTIFIED and no longer touches it. */
 bool vch__waitq_remove(struct vch_waitq *q, struct vch_waiter *w);
-/* Slow path of a waker: claim and wake one waiter, if any. */
-void vch__waitq_notify_one(struct vch_waitq *q);
+/* Slow path of a waker: claim and wake one waiter, if any (true). `from`
+ * is the set member whose value (room) the wakeup announces, handed to the
+ * woken waiter (vch_waiter.from); 0 outside sets. */
+bool vch__waitq_notify_one(struct vch_waitq *q, unsigned from);
 /* Claim and wake every waiter (close). */
 void vch__waitq_notify_all(struct vch_waitq *q);
 /* Thread waiter: sleep until NOTIFIED or the absolute deadline (< 0: none).
@@ -145,13 +209,47 @@ static inline struct vch_waitq *vch__queue_of(struct vch *ch, unsigned dir)
 /*
  * Waker fast path, after every successful send (recvq) or receive (sendq):
  * [CW2] seq_cst load: the Dekker partner of [CW1]/[CW3]; see waitq.c.
+ * True when a waiter was woken.
  */
-static inline void vch__waitq_notify(struct vch_waitq *q)
+static inline bool vch__waitq_notify(struct vch_waitq *q, unsigned from)
 {
-	/* seq_cst: Dekker read; pairs with the seq_cst registration in waitq.c (see its Ordering block). */
+	/* [CW2] seq_cst: Dekker read; pairs with [CW1]/[CW3] (waitq.c). */
 	if (vb_unlikely(atomic_load_explicit(&q->has_waiters, memory_order_seq_cst) != 0))
-		vch__waitq_notify_one(q);
+		return vch__waitq_notify_one(q, from);
+	return false;
 }
+
+/* set.c: a value arrived in member ch and no receiver of ch's own queue was
+ * woken: mark ch as needing help and wake a receiver of another member
+ * ([CS1]/[CS2]). */
+void vch__set_wake_other(struct vch *ch);
+
+/*
+ * A value arrived in ch (a send, or a wakeup passed on): wake one receiver.
+ * A set's member wakes its own queue's newest waiter (the warm one, on this
+ * worker); with none there, one of another member's (set.c: the rule that
+ * leaves no value behind busy receivers while others wait).
+ */
+static inline void vch__wake_recv(struct vch *ch)
+{
+	if (vb_likely(!ch->set)) {
+		vch__waitq_notify(&ch->recvq, 0);
+		return;
+	}
+	if (!vch__waitq_notify(&ch->recvq, (unsigned)ch->home))
+		vch__set_wake_other(ch);
+}
+
+/* Room appeared in ch: wake one sender (its own queue only, oldest first). */
+static inline void vch__wake_send(struct vch *ch)
+{
+	vch__waitq_notify(&ch->sendq, ch->home < 0 ? 0 : (unsigned)ch->home);
+}
+
+/* A waiter that was given a wakeup it will not use (cancelled, or it got
+ * its value otherwise) hands it on: to another waiter of the same side, for
+ * the member the wakeup was about (a set's receivers: w->from). */
+void vch__pass_on(struct vch_waiter *w);
 
 /* Test hook: blocking waits skip the spin and yield phases and park at
  * once, so stress tests exercise the sleeping path. Set it only while no

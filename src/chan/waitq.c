@@ -6,8 +6,12 @@
  * Threading: register / remove run on the waiter's own thread; notify_one /
  * notify_all on any thread (a waker of the other side, or close). One waiter
  * waits lock-free in the fast slot; a second one moves both to a list under
- * a mutex that guards nothing but that list. Wakeups (vrt_task_wake, futex
- * wake) are always issued after the lock is released.
+ * a mutex that guards nothing but that list (adaptive: a contender spins
+ * briefly before it sleeps, as the lock is held for a few pointer writes).
+ * Waiters join the list at the tail; a wake takes the tail of a LIFO queue
+ * (receivers: the most recently parked task is the warm one) and the head
+ * of a FIFO queue (senders). Wakeups (vrt_task_wake, futex wake) are always
+ * issued after the lock is released.
  *
  * Ordering:
  *   q->has_waiters: written by registering waiters (CAS 0 -> w, and under the
@@ -17,7 +21,8 @@
  *     of these, and every read of it, is seq_cst, so has_waiters has one place
  *     in the single total order S of seq_cst operations.
  *   w->state: owner writes IDLE/WAITING (before publishing) and SLEEPING;
- *     the one waker that claimed w writes WAKING/NOTIFIED.
+ *     the one waker that claimed w writes WAKING/NOTIFIED (and w->from
+ *     before it, plain: published by [CW4]).
  *   list links and w->linked: under q->lock only.
  *
  *   [CW1] register: the seq_cst RMW on has_waiters publishes the waiter (its
@@ -43,16 +48,17 @@
  *        Whatever a blocked thread did before [CW1] (chan.c's spin phase, with
  *        relaxed looks at the ring) plays no part: only the re-check after
  *        [CW3] decides whether it sleeps.
- *   [CW4] deliver: the waker copies w->task first, then stores NOTIFIED with
+ *   [CW4] deliver: the waker copies w->task first, writes w->from (the set
+ *        member the wakeup is for, set.c), then stores NOTIFIED with
  *        release; after that store it never touches w again. Pairs with the
- *        owner's acquire load [CW6]: from then on the owner may free w.
+ *        owner's acquire load [CW6]: from then on the owner may free w, and
+ *        it reads w->from.
  *   [CW5] claim: a waker's successful CAS w -> 0 (seq_cst, so acquire) reads
  *        from [CW1] and sees the waiter's fields; list claims see them through
  *        the lock.
  *   [CW6] owner: acquire load of w->state == NOTIFIED, pairs with [CW4].
  */
 #include "chan/internal.h"
-#include "base/lineaudit.h"
 #include "base/futex.h"
 #include "base/time.h"
 #include "rt/rt.h"
@@ -78,10 +84,17 @@ void vch__backoff(unsigned *step)
 	}
 }
 
-void vch__waitq_init(struct vch_waitq *q)
+void vch__waitq_init(struct vch_waitq *q, int home, bool lifo)
 {
+	pthread_mutexattr_t a;
+
 	atomic_init(&q->has_waiters, 0);
-	pthread_mutex_init(&q->lock, NULL);
+	q->home = home;
+	q->lifo = lifo;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
+	pthread_mutex_init(&q->lock, &a);
+	pthread_mutexattr_destroy(&a);
 	q->head = q->tail = NULL;
 }
 
@@ -124,7 +137,7 @@ static void list_unlink(struct vch_waitq *q, struct vch_waiter *w)
 static void list_emptied_check(struct vch_waitq *q)
 {
 	if (!q->head) {
-		VB_LINE_WRITE(chan_waiters);
+		VCH_LINE_WRITE(q->home, chan_waiters);
 		/* [CW1] seq_cst: every write of has_waiters is in S (see above). */
 		atomic_store_explicit(&q->has_waiters, 0, memory_order_seq_cst);
 	}
@@ -135,14 +148,14 @@ void vch__waitq_register(struct vch_waitq *q, struct vch_waiter *w)
 	uintptr_t cur = 0;
 
 	w->linked = 0;
-	VB_LINE_WRITE(chan_waiters);
+	VCH_LINE_WRITE(q->home, chan_waiters);
 	/* [CW1] seq_cst: publishes w into the fast slot; pairs with [CW5]/[CW2]. */
 	if (atomic_compare_exchange_strong_explicit(&q->has_waiters, &cur, (uintptr_t)w,
 			memory_order_seq_cst, memory_order_seq_cst))
 		return;
 
 	pthread_mutex_lock(&q->lock);
-	VB_LINE_WRITE(chan_waitq_lock);
+	VCH_LINE_WRITE(q->home, chan_waitq_lock);
 	for (;;) {
 		/* [CW1] seq_cst read (all has_waiters accesses are; see above). */
 		cur = atomic_load_explicit(&q->has_waiters, memory_order_seq_cst);
@@ -151,7 +164,7 @@ void vch__waitq_register(struct vch_waitq *q, struct vch_waiter *w)
 			list_append(q, w);
 			break;
 		}
-		VB_LINE_WRITE(chan_waiters);
+		VCH_LINE_WRITE(q->home, chan_waiters);
 		if (cur == 0) {
 			/* [CW1] seq_cst publish, as above. */
 			if (atomic_compare_exchange_strong_explicit(&q->has_waiters, &cur,
@@ -187,14 +200,14 @@ bool vch__waitq_remove(struct vch_waitq *q, struct vch_waiter *w)
 	uintptr_t me = (uintptr_t)w;
 	bool removed = false;
 
-	VB_LINE_WRITE(chan_waiters);
+	VCH_LINE_WRITE(q->home, chan_waiters);
 	/* [CW1] seq_cst (all has_waiters writes are): take w back from the fast slot. */
 	if (atomic_compare_exchange_strong_explicit(&q->has_waiters, &me, 0,
 			memory_order_seq_cst, memory_order_seq_cst))
 		return true;
 
 	pthread_mutex_lock(&q->lock);
-	VB_LINE_WRITE(chan_waitq_lock);
+	VCH_LINE_WRITE(q->home, chan_waitq_lock);
 	if (w->linked) {
 		list_unlink(q, w);
 		list_emptied_check(q);
@@ -206,14 +219,16 @@ bool vch__waitq_remove(struct vch_waitq *q, struct vch_waiter *w)
 	return removed;
 }
 
-/* The claimer of w delivers the wakeup. w's owner may free w as soon as
- * NOTIFIED is visible, so everything needed is copied first. */
-static void deliver(struct vch_waiter *w)
+/* The claimer of w delivers the wakeup, for set member `from` (the owner
+ * reads it after [CW6]). w's owner may free w as soon as NOTIFIED is
+ * visible, so everything needed is copied first. */
+static void deliver(struct vch_waitq *q, struct vch_waiter *w, unsigned from)
 {
 	struct vrt_task *t = w->task;
 	uint32_t s = VCH_W_WAITING;
 
-	VB_LINE_WRITE(chan_wake);
+	VCH_LINE_WRITE(q->home, chan_wake);
+	w->from = (uint16_t)from;
 	if (t) {
 		/* [CW4] release: last touch of w; pairs with [CW6]. The reference
 		 * taken at registration keeps t alive for wake + unref. */
@@ -236,7 +251,7 @@ static void deliver(struct vch_waiter *w)
 	atomic_store_explicit(&w->state, VCH_W_NOTIFIED, memory_order_release);
 }
 
-void vch__waitq_notify_one(struct vch_waitq *q)
+bool vch__waitq_notify_one(struct vch_waitq *q, unsigned from)
 {
 	/* [CW2] seq_cst: Dekker partner of [CW3] (the caller's fast check already
 	 * read it once; this re-read starts the claim loop). */
@@ -245,7 +260,7 @@ void vch__waitq_notify_one(struct vch_waitq *q)
 
 	while (cur != 0) {
 		if (cur != VCH_WQ_LIST) {
-			VB_LINE_WRITE(chan_waiters);
+			VCH_LINE_WRITE(q->home, chan_waiters);
 			/* [CW5] seq_cst (acquire): claim the fast waiter. */
 			if (atomic_compare_exchange_weak_explicit(&q->has_waiters, &cur, 0,
 					memory_order_seq_cst, memory_order_seq_cst)) {
@@ -255,11 +270,11 @@ void vch__waitq_notify_one(struct vch_waitq *q)
 			continue;
 		}
 		pthread_mutex_lock(&q->lock);
-		VB_LINE_WRITE(chan_waitq_lock);
+		VCH_LINE_WRITE(q->home, chan_waitq_lock);
 		/* [CW1] seq_cst read; LIST cannot change under the lock. */
 		cur = atomic_load_explicit(&q->has_waiters, memory_order_seq_cst);
 		if (cur == VCH_WQ_LIST) {
-			w = q->head;
+			w = q->lifo ? q->tail : q->head;
 			list_unlink(q, w);
 			list_emptied_check(q);
 		}
@@ -267,8 +282,10 @@ void vch__waitq_notify_one(struct vch_waitq *q)
 		if (w)
 			break;
 	}
-	if (w)
-		deliver(w);
+	if (!w)
+		return false;
+	deliver(q, w, from);
+	return true;
 }
 
 void vch__waitq_notify_all(struct vch_waitq *q)
@@ -277,8 +294,8 @@ void vch__waitq_notify_all(struct vch_waitq *q)
 	uintptr_t cur;
 
 	pthread_mutex_lock(&q->lock);
-	VB_LINE_WRITE(chan_waitq_lock);
-	VB_LINE_WRITE(chan_waiters);
+	VCH_LINE_WRITE(q->home, chan_waitq_lock);
+	VCH_LINE_WRITE(q->home, chan_waiters);
 	/* [CW2]/[CW5] seq_cst: claims whatever is there (fast waiter or list). */
 	cur = atomic_exchange_explicit(&q->has_waiters, 0, memory_order_seq_cst);
 	if (cur == VCH_WQ_LIST) {
@@ -296,7 +313,7 @@ void vch__waitq_notify_all(struct vch_waitq *q)
 	while (chain) {
 		w = chain;
 		chain = w->next;
-		deliver(w);
+		deliver(q, w, q->home < 0 ? 0 : (unsigned)q->home);
 	}
 }
 

@@ -4,7 +4,8 @@
  * Threads: a blocked receiver / sender is woken by the other side; close
  * wakes every blocked thread; timed waits; long gaps stop the spinning. Tasks (a 1-worker runtime, so the
  * order of polls is known): a pending receiver / sender is woken; several
- * waiters (fast slot, then list) each get one value; cancel removes the
+ * waiters (fast slot, then list) each get one value; receivers are woken
+ * newest first, senders oldest first; cancel removes the
  * waiter and drops the channel's task reference; a wakeup that reaches a task
  * which is then cancelled passes to the next waiter; close wakes pending
  * tasks; the budget makes operations return YIELD. Task memory is freed by
@@ -481,7 +482,8 @@ static void test_task_cancel(void **state)
 
 /* A wakeup reaches task A, which is cancelled before it can use it: the
  * wakeup passes to B, so the value is not stranded. The only worker is held
- * by a blocker while the wakeup and the cancel happen. */
+ * by a blocker while the wakeup and the cancel happen. A registers last, so
+ * the wakeup is its (receivers are woken newest first). */
 static void test_task_cancel_forwards_wakeup(void **state)
 {
 	struct vch *ch;
@@ -490,12 +492,14 @@ static void test_task_cancel_forwards_wakeup(void **state)
 	struct blocker blk;
 
 	assert_int_equal(vch_new(2, &ch), 0);
-	a = ctask_spawn(ch, false, 1, 0, &freed);
-	wait_for_waits(ch, false, 1);
 	b = ctask_spawn(ch, false, 1, 0, &freed);
+	wait_for_waits(ch, false, 1);
+	a = ctask_spawn(ch, false, 1, 0, &freed);
 	wait_for_waits(ch, false, 2);
 	blocker_start(&blk);
 	assert_int_equal(vch_send(ch, 8), VCH_OK);   /* claims and wakes A */
+	assert_int_equal(atomic_load(&a->w.state), VCH_W_NOTIFIED);
+	assert_int_equal(atomic_load(&b->w.state), VCH_W_WAITING);
 	vrt_task_cancel(&a->task);
 	blocker_stop(&blk);
 	vrt_task_join_wait(&a->task);
@@ -508,6 +512,51 @@ static void test_task_cancel_forwards_wakeup(void **state)
 	wait_freed(&freed, 2);
 	assert_int_equal(atomic_load(&ch->recvq.has_waiters), 0);
 	vch_free(ch);
+}
+
+/* Receivers are woken newest first (the warm task), senders oldest first
+ * (none waits for ever): three of each registered in turn, one value (one
+ * free slot) each time, seen from the waiters' states while the only
+ * worker is held, so nobody runs in between. */
+static void test_task_wake_order(void **state)
+{
+	struct vch *empty, *full;
+	_Atomic int freed = 0;
+	struct ctask *r[3], *s[3];
+	struct blocker blk;
+	uint64_t x;
+
+	assert_int_equal(vch_new(4, &empty), 0);
+	assert_int_equal(vch_new(3, &full), 0);
+	for (uint64_t i = 0; i < 3; i++)
+		assert_int_equal(vch_send(full, i), VCH_OK);
+	for (int i = 0; i < 3; i++) {
+		r[i] = ctask_spawn(empty, false, 1, 0, &freed);
+		wait_for_waits(empty, false, (uint64_t)i + 1);
+		s[i] = ctask_spawn(full, true, 1, 50 + (uint64_t)i, &freed);
+		wait_for_waits(full, true, (uint64_t)i + 1);
+	}
+	blocker_start(&blk);
+	for (int k = 0; k < 3; k++) {
+		assert_int_equal(vch_try_send(empty, 10 + (uint64_t)k), VCH_OK);
+		assert_int_equal(vch_try_recv(full, &x), VCH_OK);
+		for (int i = 0; i < 3; i++) {
+			assert_int_equal(atomic_load(&r[i]->w.state), i >= 2 - k ? VCH_W_NOTIFIED : VCH_W_WAITING);
+			assert_int_equal(atomic_load(&s[i]->w.state), i <= k ? VCH_W_NOTIFIED : VCH_W_WAITING);
+		}
+	}
+	blocker_stop(&blk);
+	for (int i = 0; i < 3; i++) {
+		vrt_task_join_wait(&r[i]->task);
+		vrt_task_join_wait(&s[i]->task);
+		assert_int_equal(r[i]->done, 1);
+		assert_int_equal(s[i]->done, 1);
+		vrt_task_unref(&r[i]->task);
+		vrt_task_unref(&s[i]->task);
+	}
+	wait_freed(&freed, 6);
+	vch_free(empty);
+	vch_free(full);
 }
 
 static void test_task_close_wakes(void **state)
@@ -582,6 +631,7 @@ int main(void)
 		cmocka_unit_test(test_task_many_waiters),
 		cmocka_unit_test(test_task_cancel),
 		cmocka_unit_test(test_task_cancel_forwards_wakeup),
+		cmocka_unit_test(test_task_wake_order),
 		cmocka_unit_test(test_task_close_wakes),
 		cmocka_unit_test(test_task_budget),
 	};
