@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The installed systemd units: `make install DESTDIR=...` puts voltd,
 voltctl, the three units, the sysusers.d and tmpfiles.d files and the man
-pages in place; `systemd-analyze security --offline=yes --threshold=20`
+pages in place (wherever configure was told to: every directory is read
+from the build's Makefile, so the package build's own tests pass too); `systemd-analyze security --offline=yes --threshold=20`
 rates voltd.service at most 2.0; `systemd-analyze verify` is clean (the
 units' paths re-rooted into the DESTDIR, the man pages found there); and
 every system call voltd makes, seen by strace on both backends, passes the
@@ -19,12 +20,46 @@ from conftest import BUILDDIR, VOLTD, free_port
 from httputil import backend, request  # noqa: F401
 
 ANALYZE = shutil.which("systemd-analyze")
-PREFIX_RE = re.compile(r"^prefix = (.*)$", re.M)
+MAKEVAR_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*) = (.*)$", re.M)
 
 
 def need_analyze():
     if not ANALYZE:
         pytest.skip("systemd-analyze not found: install the Debian package systemd")
+
+
+def installdirs():
+    """The build's installation directories (prefix, sbindir, sysconfdir,
+    systemdsystemunitdir, ...), expanded, from its Makefile: configure puts
+    them wherever it was told (debian/rules: the units in
+    /lib/systemd/system, the configuration in /etc)."""
+    raw = dict(MAKEVAR_RE.findall(open(os.path.join(BUILDDIR, "Makefile")).read()))
+
+    def expand(v, depth=0):
+        assert depth < 20, v
+        return re.sub(r"\$[({]([A-Za-z_][A-Za-z0-9_]*)[)}]",
+                      lambda m: expand(raw.get(m.group(1), "").strip(), depth + 1), v)
+    return {k: expand(v.strip()) for k, v in raw.items()}
+
+
+class Dest:
+    """`make install DESTDIR=root`: where each installation directory
+    landed under root."""
+
+    def __init__(self, root):
+        self.root = str(root)
+        self.dirs = installdirs()
+
+    def dir(self, var):
+        """An installation directory as the installed files name it."""
+        return self.dirs[var]
+
+    def path(self, var, rel=""):
+        """The same under DESTDIR."""
+        return os.path.join(self.root + self.dirs[var], rel)
+
+    def unit(self, name="voltd.service"):
+        return open(self.path("systemdsystemunitdir", name)).read()
 
 
 @pytest.fixture(scope="module")
@@ -33,25 +68,23 @@ def dest(tmp_path_factory):
     r = subprocess.run(["make", "-s", "-C", BUILDDIR, "install", "DESTDIR=%s" % d],
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
-    prefix = PREFIX_RE.search(open(os.path.join(BUILDDIR, "Makefile")).read()).group(1).strip()
-    return d, prefix
+    return Dest(d)
 
 
 def test_make_install_puts_everything_in_place(dest):
-    d, prefix = dest
-    root = str(d) + prefix
-    for f in ["sbin/voltd", "bin/voltctl", "lib/systemd/system/voltd.service",
-              "lib/systemd/system/voltd.socket", "lib/systemd/system/voltd-control.socket",
-              "lib/sysusers.d/voltd.conf", "lib/tmpfiles.d/voltd.conf", "share/man/man8/voltd.8",
-              "share/man/man5/voltd.conf.5", "share/man/man1/voltctl.1", "etc/voltd/voltd.conf",
-              "share/doc/voltd/README.md", "share/doc/voltd/ARCHITECTURE.md",
-              "share/doc/voltd/runtime.md", "share/doc/voltd/layers.txt",
-              "share/doc/voltd/examples/voltd.conf", "share/doc/voltd/examples/haproxy/voltd.cfg"]:
-        assert os.path.exists(os.path.join(root, f)), f
-    unit = open(os.path.join(root, "lib/systemd/system/voltd.service")).read()
-    assert "ExecStart=%s/sbin/voltd -f" % prefix in unit, unit
+    for var, f in [("sbindir", "voltd"), ("bindir", "voltctl"),
+                   ("systemdsystemunitdir", "voltd.service"), ("systemdsystemunitdir", "voltd.socket"),
+                   ("systemdsystemunitdir", "voltd-control.socket"), ("sysusersdir", "voltd.conf"),
+                   ("tmpfilesdir", "voltd.conf"), ("mandir", "man8/voltd.8"), ("mandir", "man5/voltd.conf.5"),
+                   ("mandir", "man1/voltctl.1"), ("sysconfdir", "voltd/voltd.conf"),
+                   ("docdir", "README.md"), ("docdir", "ARCHITECTURE.md"), ("docdir", "runtime.md"),
+                   ("docdir", "layers.txt"), ("docdir", "examples/voltd.conf"),
+                   ("docdir", "examples/haproxy/voltd.cfg")]:
+        assert os.path.exists(dest.path(var, f)), (var, dest.path(var, f))
+    unit = dest.unit()
+    assert "ExecStart=%s/voltd -f" % dest.dir("sbindir") in unit, unit
     assert "User=voltd" in unit
-    assert re.search(r"^u voltd ", open(os.path.join(root, "lib/sysusers.d/voltd.conf")).read(), re.M)
+    assert re.search(r"^u voltd ", open(dest.path("sysusersdir", "voltd.conf")).read(), re.M)
 
 
 def test_make_install_keeps_an_edited_config(tmp_path):
@@ -64,8 +97,7 @@ def test_make_install_keeps_an_edited_config(tmp_path):
         assert r.returncode == 0, r.stdout + r.stderr
         return r.stdout
     make("install")
-    prefix = PREFIX_RE.search(open(os.path.join(BUILDDIR, "Makefile")).read()).group(1).strip()
-    conf = str(tmp_path) + prefix + "/etc/voltd/voltd.conf"
+    conf = str(tmp_path) + installdirs()["sysconfdir"] + "/voltd/voltd.conf"
     shipped = open(conf).read()
     assert "voltd.conf.new" not in make("install") and not os.path.exists(conf + ".new")
     with open(conf, "a") as f:
@@ -80,12 +112,13 @@ def test_make_install_keeps_an_edited_config(tmp_path):
 
 
 def units(dest, tmp_path):
-    """The installed units with their paths re-rooted into the DESTDIR."""
-    d, prefix = dest
-    src = str(d) + prefix + "/lib/systemd/system"
+    """The installed units with the programs they run re-rooted into the
+    DESTDIR."""
     out = []
     for name in ("voltd.service", "voltd.socket", "voltd-control.socket"):
-        text = open(os.path.join(src, name)).read().replace(prefix + "/", str(d) + prefix + "/")
+        text = dest.unit(name)
+        for var in ("sbindir", "bindir"):
+            text = text.replace(dest.dir(var) + "/", dest.path(var))
         p = tmp_path / name
         p.write_text(text)
         out.append(str(p))
@@ -94,8 +127,7 @@ def units(dest, tmp_path):
 
 def test_security_score(dest):
     need_analyze()
-    d, prefix = dest
-    unit = str(d) + prefix + "/lib/systemd/system/voltd.service"
+    unit = dest.path("systemdsystemunitdir", "voltd.service")
     r = subprocess.run([ANALYZE, "security", "--offline=yes", "--threshold=20", unit],
                        capture_output=True, text=True, timeout=60)
     m = re.search(r"Overall exposure level for voltd.service: ([0-9.]+)", r.stdout)
@@ -121,8 +153,7 @@ def test_unit_keeps_the_callers_credentials(dest):
 
 def test_verify_is_clean(dest, tmp_path):
     need_analyze()
-    d, prefix = dest
-    env = dict(os.environ, MANPATH=str(d) + prefix + "/share/man")
+    env = dict(os.environ, MANPATH=dest.path("mandir"))
     r = subprocess.run([ANALYZE, "verify", *units(dest, tmp_path)], capture_output=True, text=True,
                        timeout=60, env=env)
     assert r.returncode == 0 and r.stdout.strip() == "" and r.stderr.strip() == "", r.stdout + r.stderr
@@ -149,8 +180,7 @@ def expand(group, seen=None):
 
 def unit_filter(dest):
     """The allowed set of voltd.service's SystemCallFilter= lines."""
-    d, prefix = dest
-    text = open(str(d) + prefix + "/lib/systemd/system/voltd.service").read()
+    text = dest.unit()
     allow, deny = set(), set()
     for line in re.findall(r"^SystemCallFilter=(.*)$", text, re.M):
         target = allow
@@ -221,8 +251,7 @@ def test_syscalls_pass_the_unit_filter(dest, tmp_path, backend):  # noqa: F811
 
 def directive(dest, key, name="voltd.service"):
     """The values of KEY= in an installed unit, in order."""
-    d, prefix = dest
-    text = open(str(d) + prefix + "/lib/systemd/system/" + name).read()
+    text = dest.unit(name)
     return re.findall(r"^%s=(.*)$" % re.escape(key), text, re.M)
 
 
@@ -232,16 +261,15 @@ def test_exec_reload_fails_when_the_file_is_refused(dest, daemon, tmp_path):
     for a refused one, so systemd reports the reload as failed (F3/D6).
     Run here as the unit would run it, on a voltd whose control socket is
     at the test's path instead of /run/voltd/control.sock."""
-    d, prefix = dest
     (cmd,) = directive(dest, "ExecReload")
     argv = cmd.split()
-    assert argv[0] == prefix + "/bin/voltctl" and argv[-1] == "reload", argv
+    assert argv[0] == dest.dir("bindir") + "/voltctl" and argv[-1] == "reload", argv
     assert "/run/voltd/control.sock" in argv, argv
     assert directive(dest, "ListenStream", "voltd-control.socket") == ["/run/voltd/control.sock"]
     conf = tmp_path / "voltd.conf"
     conf.write_text("[scheduler]\nworkers = 2\n")
     v = daemon("-c", str(conf))
-    argv = [str(d) + argv[0]] + [str(v.control) if a == "/run/voltd/control.sock" else a for a in argv[1:]]
+    argv = [dest.root + argv[0]] + [str(v.control) if a == "/run/voltd/control.sock" else a for a in argv[1:]]
     r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
     conf.write_text("[scheduler]\nworkrs = 3\n")
@@ -256,11 +284,10 @@ def test_exec_reload_passes_the_unit_filter(dest, daemon, tmp_path):
     strace = shutil.which("strace")
     if not strace:
         pytest.skip("strace not found: install the Debian package strace")
-    d, prefix = dest
     allowed = unit_filter(dest)
     v = daemon("-c", "/dev/null")
     trace = tmp_path / "trace"
-    r = subprocess.run([strace, "-f", "-qq", "-o", str(trace), str(d) + prefix + "/bin/voltctl",
+    r = subprocess.run([strace, "-f", "-qq", "-o", str(trace), dest.path("bindir", "voltctl"),
                         "-s", str(v.control), "reload"], capture_output=True, text=True, timeout=60,
                        # LeakSanitizer cannot run under ptrace (ASan builds)
                        env=dict(os.environ, ASAN_OPTIONS="detect_leaks=0"))
@@ -281,15 +308,14 @@ def test_restarts_never_fail_the_sockets(dest):
     need, and the file checked before every start (ExecStartPre=voltd -t).
     systemd-analyze verify (test_verify_is_clean) checks the syntax; a real
     systemd runs the restarts in tests/system/."""
-    d, prefix = dest
-    text = open(str(d) + prefix + "/lib/systemd/system/voltd.service").read()
+    text = dest.unit()
     unit_section = text.split("[Service]")[0]
     assert re.search(r"^StartLimitIntervalSec=0$", unit_section, re.M), unit_section
     (restart_sec,) = directive(dest, "RestartSec")
     assert restart_sec.endswith("s") and float(restart_sec[:-1]) >= 1, restart_sec
     assert directive(dest, "Restart") == ["on-failure"]
     (pre,) = directive(dest, "ExecStartPre")
-    assert pre.startswith(prefix + "/sbin/voltd -t "), pre
+    assert pre.startswith(dest.dir("sbindir") + "/voltd -t "), pre
     for sock in ("voltd.socket", "voltd-control.socket"):
         (burst,) = directive(dest, "TriggerLimitBurst", sock)
         (interval,) = directive(dest, "TriggerLimitIntervalSec", sock)
