@@ -165,10 +165,13 @@ def test_enters_per_request(voltd):
     # client let run out (quiet_wait_short), a flush (a send queued 200 us
     # before its park: the worker was preempted), a park that no I/O ended
     # (the sibling's park_timeout while this worker ran, a timer).
+    # How many of them there are is the client's pace (every request of a
+    # client slower than 1 ms has its quiet_wait_short), so nothing is
+    # asserted about it. The old two enters per request still fail: there
+    # the send's own completion ended the park's wait (park_wakeups_io, no
+    # quiet_wait_short), so the second enter of each request is unexplained.
     extra = n["quiet_wait_short"] + n["flushes"] + (n["parks"] - n["park_wakeups_io"])
     assert n["enters"] - extra <= REQUESTS, (n, REQUESTS)
-    # Fewer explained than requests: the old two enters per request fail.
-    assert extra < REQUESTS, (n, REQUESTS)
 
 
 def hist_count(d, name):
