@@ -51,6 +51,10 @@
  *        makes the CAS fail. A worker handed a task after a successful CAS
  *        (it sees DONE in its un-count) runs its local queues dry before it
  *        exits, so no task queued by a driver is left unpolled.
+ *   [W10] drain_cancelled: the deciding worker's release store, before it
+ *        asks every pending task to finish, pairs with the acquire load of
+ *        whoever acts on it (tests/stress/stress_rt_drain.c's park hook
+ *        fires its completion only once the drain cancelled).
  */
 #include "rt/internal.h"
 #include "base/time.h"
@@ -530,8 +534,8 @@ static bool drain_idle(struct vrt_worker *w)
 			/* relaxed: only a deciding worker (n == nworkers) writes,
 			 * and only one decides at a time (the count is full). */
 			if (!atomic_load_explicit(&rt->drain_cancelled, memory_order_relaxed)) {
-				/* release: stats and tests read it; pairs with the
-				 * acquire in tests/stress/stress_rt_drain.c's park hook. */
+				/* [W10] release: pairs with the acquire in
+				 * tests/stress/stress_rt_drain.c's park hook. */
 				atomic_store_explicit(&rt->drain_cancelled, 1, memory_order_release);
 				drain_uncount(w);
 				/* Ask every pending task to finish; they land in our queues. */

@@ -56,8 +56,8 @@ static void maybe_fire(void)
 	struct vrt *rt = atomic_load(&cur_rt);
 	struct dtask *x = atomic_load(&cur_task);
 
-	/* acquire: pairs with the release store of drain_cancelled in
-	 * src/rt/worker.c (the deciding worker of the drain). */
+	/* [W10] acquire: pairs with the release store of drain_cancelled in
+	 * src/rt/worker.c's drain_idle (the deciding worker of the drain). */
 	if (!rt || !x || !atomic_load_explicit(&rt->drain_cancelled, memory_order_acquire))
 		return;
 	if (atomic_exchange(&x->fired, 1))
