@@ -9,7 +9,7 @@
  */
 #include "config.h"
 #include "voltd/cfg.h"
-#include "voltd/cfg_types.h"
+#include "voltd/cfg_internal.h"
 #include "base/compiler.h"
 #include "base/log.h"
 

@@ -25,8 +25,9 @@
 
 #define VCFG_MAX_LISTEN VSRV_MAX_LISTEN
 #define VCFG_AUTO 0 /* value of an "auto" count before it is resolved */
-#define VCFG_MAX_KEYS 64   /* schema rows at most (static_assert in cfg_schema.c) */
+#define VCFG_MAX_KEYS 256  /* schema rows at most: the table's and the modules' keys */
 #define VCFG_SOURCE_LEN 128
+#define VCFG_DYN_BYTES 32768     /* the values of the modules' keys (struct vcfg's dyn) */
 
 /* One parsed address:port, normalised text included. Public. */
 struct vcfg_addr {
@@ -41,9 +42,10 @@ struct vcfg_addr {
  * and vsrv_new as they are: the schema is the only place a default is
  * written, and no field is copied by hand. Sections map onto them:
  * [scheduler] -> scheduler, [io] -> io, [server], [stages] and [jobs] ->
- * server, but [jobs] spin_max_n and sleep_max_ms -> jobs (the built-in
- * module's keys, pushed to it by vcfg_builtin_keys_apply). Fields that are not keys (park_ops, fds, ...) are zero here and
- * set by the daemon at start.
+ * server. The built-in module's keys ([jobs] spin_max_n and sleep_max_ms)
+ * are rows made from its declaration, their values in dyn. Fields
+ * that are not keys (park_ops, fds, ...) are zero here and set by the
+ * daemon at start.
  */
 struct vcfg {
 	struct vrt_config scheduler;  /* workers: VCFG_AUTO = online CPUs (vcfg_resolve) */
@@ -71,13 +73,9 @@ struct vcfg {
 	struct {
 		int level; /* syslog level */
 	} log;
-	/* [jobs] keys the built-in job module declares (src/jobs/builtin.c,
-	 * the same facts: test_cfg checks they agree); the module holds their
-	 * values (vcfg_builtin_keys_apply pushes these). */
-	struct {
-		uint64_t spin_max_n;
-		unsigned sleep_max_ms;
-	} jobs;
+	/* The values of the modules' keys: the field of a row with .mod is at
+	 * its .offset in here. */
+	_Alignas(8) unsigned char dyn[VCFG_DYN_BYTES];
 	/* Where each key's value came from, by schema index: "default",
 	 * "FILE:LINE", "-s" or "set" (vcfg_set records it). */
 	char source[VCFG_MAX_KEYS][VCFG_SOURCE_LEN];
@@ -86,12 +84,15 @@ struct vcfg {
 enum vcfg_type {
 	VCFG_BOOL, VCFG_UINT, VCFG_U64, VCFG_ENUM, VCFG_STRING, VCFG_MODE, VCFG_LISTEN,
 	VCFG_ADDR, /* one address:port (struct vcfg_addr), or "off" (len 0) */
+	VCFG_I64,  /* a module's INT key: int64_t, min and max hold int64_t bounds */
 };
 
 #define VCFG_F_AUTO  (1u << 1) /* accepts "auto" (stored as VCFG_AUTO) */
 #define VCFG_F_POW2  (1u << 2) /* must be a power of two */
 #define VCFG_F_NONE  (1u << 3) /* VCFG_STRING: "none" is stored as "" */
 #define VCFG_F_RELOAD (1u << 4) /* applied by a reload (SIGHUP, `reload`), not by `set` */
+
+struct vjob_mod;
 
 /* What a live key's setter acts on: the running daemon's objects (NULL
  * until they exist). */
@@ -123,6 +124,11 @@ struct vcfg_key {
 	const char *field;             /* its name, e.g. "scheduler.budget" (F() writes both) */
 	vcfg_apply_fn *apply;          /* live (set, reload) through this setter; NULL = not live */
 	const char *doc;               /* one line */
+	/* A module's key (the built-in module's in [jobs]), a row made from
+	 * its declaration: the module, and the key's index among its keys.
+	 * NULL for voltd's own keys. */
+	struct vjob_mod *mod;
+	unsigned mod_key;
 };
 
 /* One [section] of the file, in file order: its name and one line saying
@@ -131,12 +137,6 @@ struct vcfg_section {
 	const char *name;
 	const char *doc;
 };
-
-/* Push [jobs] spin_max_n and sleep_max_ms to the built-in job module's
- * keys (at start, before it starts; then live, as their rows' setter).
- * 0, or -EINVAL when the module refuses a value (never: its bounds are
- * the rows'). */
-int vcfg_builtin_keys_apply(const struct vcfg *cfg);
 
 /* The schema, in file order; *n receives the number of rows. */
 const struct vcfg_key *vcfg_schema(size_t *n);
@@ -187,6 +187,10 @@ void vcfg_copy_reload(struct vcfg *dst, const struct vcfg *src);
 int vcfg_apply_live(const struct vcfg *cfg, const struct vcfg_live *to);
 /* Replace "auto" counts by concrete values (workers = online CPUs, ...). */
 void vcfg_resolve(struct vcfg *cfg);
+/* Start the modules (the built-in one): every key's value goes to its
+ * module, then the module's init runs with flags (VOLTD_INIT_CHECK for
+ * voltd -t) and its kinds register. Returns errors added. */
+int vcfg_start_modules(const struct vcfg *cfg, uint32_t flags, struct vb_strlist *err);
 /* Text of a key's current value into buf. */
 void vcfg_format(const struct vcfg *cfg, const struct vcfg_key *k, char *buf, size_t len);
 /* Effective configuration, one "section.key = value" line each, to fp. */

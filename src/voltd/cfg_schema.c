@@ -8,13 +8,13 @@
  */
 #include "config.h"
 #include "voltd/cfg.h"
+#include "voltd/cfg_internal.h"
 #include "base/compiler.h"
 #include "base/log.h"
 #include "jobs/job.h"
 
 #include <errno.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 #include <syslog.h>
 
@@ -72,36 +72,10 @@ static int live_stall_warn_ms(const struct vcfg_live *to, const struct vcfg *c)
 	return to->rt ? vrt_set_stall_warn_ms(to->rt, c->scheduler.stall_warn_ms) : 0;
 }
 
-/* The [server] and [stages] keys read per request (server.h). */
+/* The [server], [stages] and [log] keys read per request (server.h). */
 static int live_server(const struct vcfg_live *to, const struct vcfg *c)
 {
 	return to->srv ? vsrv_set_live(to->srv, &c->server) : 0;
-}
-
-int vcfg_builtin_keys_apply(const struct vcfg *c)
-{
-	struct vjob_mod *m = vjob_mod_builtin();
-	const struct {
-		const char *name;
-		uint64_t value;
-	} keys[] = { { "spin_max_n", c->jobs.spin_max_n }, { "sleep_max_ms", c->jobs.sleep_max_ms } };
-	char text[24], err[160];
-
-	for (size_t i = 0; i < VB_ARRAY_SIZE(keys); i++) {
-		int k = vjob_mod_key_find(m, keys[i].name);
-
-		snprintf(text, sizeof(text), "%llu", (unsigned long long)keys[i].value);
-		if (k < 0 || vjob_mod_key_set(m, (size_t)k, text, err, sizeof(err)) < 0)
-			return -EINVAL;
-	}
-	return 0;
-}
-
-/* [jobs] spin_max_n and sleep_max_ms: the built-in job module's keys. */
-static int live_builtin_keys(const struct vcfg_live *to, const struct vcfg *c)
-{
-	(void)to;
-	return vcfg_builtin_keys_apply(c);
 }
 
 static int live_log_level(const struct vcfg_live *to, const struct vcfg *c)
@@ -249,16 +223,9 @@ static const struct vcfg_key schema[] = {
 	{ "stages", "retry_after_s", VCFG_UINT, "1", 0, 3600, F(server.retry_after_s),
 	  .unit = "s", .apply = live_server,
 	  .doc = "Retry-After seconds of a shed 503" },
-	/* [jobs] */
-	/* spin_max_n and sleep_max_ms are the built-in job module's keys
-	 * (src/jobs/builtin.c declares them with these facts; test_cfg
-	 * checks they agree until the schema reads module keys itself). */
-	{ "jobs", "spin_max_n", VCFG_U64, "1000000000", 1, 1000000000000ull, F(jobs.spin_max_n),
-	  .apply = live_builtin_keys,
-	  .doc = "largest n of /v1/spin (400 above)" },
-	{ "jobs", "sleep_max_ms", VCFG_UINT, "60000", 1, 3600000, F(jobs.sleep_max_ms),
-	  .unit = "ms", .apply = live_builtin_keys,
-	  .doc = "largest ms of /v1/sleep (400 above)" },
+	/* [jobs]: the built-in module's keys (spin_max_n, sleep_max_ms,
+	 * declared in src/jobs/builtin.c) come first, made from its
+	 * declaration (schema_init). */
 	{ "jobs", "slice_us", VCFG_UINT, "50", 1, 100000, F(server.slice_us),
 	  .unit = "us",
 	  .doc = "work a long job does before it yields its worker" },
@@ -303,10 +270,65 @@ static const struct vcfg_key schema[] = {
 
 static_assert(VB_ARRAY_SIZE(schema) <= VCFG_MAX_KEYS, "raise VCFG_MAX_KEYS");
 
+/* ------------------------------------------------------------ the rows in use */
+
+/*
+ * The schema in use: the table above with the built-in module's keys at
+ * the start of [jobs], made from its declaration when the schema is first
+ * used (before any thread starts). Append-only, so a row's index
+ * (cfg->source) never changes.
+ */
+static struct vcfg_key rows[VCFG_MAX_KEYS];
+static size_t n_rows;
+static size_t dyn_used; /* bytes of struct vcfg's dyn given to rows */
+
+static void schema_init(void)
+{
+	struct vcfg_key builtin[VCFG_MAX_KEYS];
+	int nb;
+
+	if (n_rows)
+		return;
+	nb = vcfg__module_rows(vjob_mod_builtin(), VCFG_BUILTIN_SECTION, builtin, VB_ARRAY_SIZE(builtin));
+	VB_BUG_ON(nb < 0);
+	for (size_t i = 0; i < VB_ARRAY_SIZE(schema); i++) {
+		int rc = 0;
+		if (strcmp(schema[i].section, VCFG_BUILTIN_SECTION) == 0 &&
+		    (i == 0 || strcmp(schema[i - 1].section, VCFG_BUILTIN_SECTION) != 0))
+			rc = vcfg__add_rows(builtin, (size_t)nb);
+		if (rc == 0)
+			rc = vcfg__add_rows(&schema[i], 1);
+		VB_BUG_ON(rc < 0); /* VCFG_MAX_KEYS and VCFG_DYN_BYTES hold them */
+	}
+}
+
+int vcfg__add_rows(const struct vcfg_key *r, size_t n)
+{
+	size_t used = dyn_used;
+
+	if (n_rows + n > VCFG_MAX_KEYS)
+		return -ENOSPC;
+	for (size_t i = 0; i < n; i++) {
+		rows[n_rows + i] = r[i];
+		if (!r[i].mod)
+			continue;
+		/* Every field 8-byte aligned: int64_t, bool, char[]. */
+		size_t size = (vcfg__type(&r[i])->size(&r[i]) + 7) & ~(size_t)7;
+		if (size == 0 || used + size > VCFG_DYN_BYTES)
+			return -ENOSPC;
+		rows[n_rows + i].offset = offsetof(struct vcfg, dyn) + used;
+		used += size;
+	}
+	n_rows += n;
+	dyn_used = used;
+	return 0;
+}
+
 const struct vcfg_key *vcfg_schema(size_t *n)
 {
-	*n = VB_ARRAY_SIZE(schema);
-	return schema;
+	schema_init();
+	*n = n_rows;
+	return rows;
 }
 
 const struct vcfg_section *vcfg_sections(size_t *n)
@@ -317,16 +339,17 @@ const struct vcfg_section *vcfg_sections(size_t *n)
 
 const struct vcfg_key *vcfg_key_find(const char *section, const char *name)
 {
-	for (size_t i = 0; i < VB_ARRAY_SIZE(schema); i++)
-		if (strcmp(schema[i].section, section) == 0 && strcmp(schema[i].name, name) == 0)
-			return &schema[i];
+	schema_init();
+	for (size_t i = 0; i < n_rows; i++)
+		if (strcmp(rows[i].section, section) == 0 && strcmp(rows[i].name, name) == 0)
+			return &rows[i];
 	return NULL;
 }
 
 size_t vcfg_key_index(const struct vcfg_key *k)
 {
-	VB_BUG_ON(k < schema || k >= schema + VB_ARRAY_SIZE(schema));
-	return (size_t)(k - schema);
+	VB_BUG_ON(k < rows || k >= rows + n_rows);
+	return (size_t)(k - rows);
 }
 
 const struct vcfg_key *vcfg_key_named(const char *key)

@@ -5,7 +5,7 @@
  * new row here and nowhere else. Single-threaded (see cfg.h).
  */
 #include "config.h"
-#include "voltd/cfg_types.h"
+#include "voltd/cfg_internal.h"
 #include "base/compiler.h"
 #include "base/query.h"
 
@@ -148,6 +148,41 @@ static size_t u64_size(const struct vcfg_key *k)
 {
 	(void)k;
 	return sizeof(uint64_t);
+}
+
+/* ------------------------------------------------------------------- I64 */
+
+/* A module's INT key: a decimal, maybe negative, within its declared
+ * bounds (the row's min and max hold int64_t values). */
+static int i64_parse(struct vcfg *cfg, const struct vcfg_key *k, const char *value, char *why, size_t len)
+{
+	int64_t min = (int64_t)k->min, max = (int64_t)k->max, v;
+	uint64_t mag;
+	bool neg = value[0] == '-';
+
+	if (!parse_u64(value + neg, &mag) || mag > (uint64_t)INT64_MAX + neg) {
+		snprintf(why, len, "'%s' is not %s", value, min < 0 ? "an integer" : "a whole number");
+		return -EINVAL;
+	}
+	v = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+	if (v < min || v > max) {
+		snprintf(why, len, "%s is out of bounds [%lld, %lld]", value, (long long)min, (long long)max);
+		return -EINVAL;
+	}
+	*(int64_t *)vcfg__field(cfg, k) = v;
+	return 0;
+}
+
+static void i64_format(const struct vcfg *cfg, const struct vcfg_key *k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%lld", (long long)*(const int64_t *)vcfg__cfield(cfg, k));
+}
+
+static void i64_describe(const struct vcfg_key *k, char *buf, size_t len)
+{
+	size_t off = (size_t)snprintf(buf, len, "%lld..%lld", (long long)(int64_t)k->min, (long long)(int64_t)k->max);
+	if (k->unit && off < len)
+		snprintf(buf + off, len - off, " %s", k->unit);
 }
 
 /* ------------------------------------------------------------------ ENUM */
@@ -411,6 +446,7 @@ static const struct vcfg_type_ops types[] = {
 	[VCFG_MODE] = { mode_parse, mode_format, uint_size, mode_describe },
 	[VCFG_LISTEN] = { listen_parse, listen_format, no_size, listen_describe },
 	[VCFG_ADDR] = { addr_parse, addr_format, no_size, addr_describe },
+	[VCFG_I64] = { i64_parse, i64_format, u64_size, i64_describe },
 };
 
 const struct vcfg_type_ops *vcfg__type(const struct vcfg_key *k)

@@ -443,18 +443,14 @@ static int io_start(const struct vcfg *cfg, struct vio **io)
  * init), then the registry frozen for the workers, which start next. */
 static int jobs_start(const struct vcfg *cfg)
 {
-	char err[512];
-	int rc;
+	struct vb_strlist err = { 0 };
 
 	vjob_threads_set(cfg->scheduler.workers);
-	if (vcfg_builtin_keys_apply(cfg) < 0) {
-		vb_err("jobs: the built-in module refused its [jobs] keys");
+	if (vcfg_start_modules(cfg, 0, &err) > 0) {
+		for (size_t i = 0; i < err.n; i++)
+			vb_err("jobs: %s", err.msg[i]);
+		vb_strlist_fini(&err);
 		return -EINVAL;
-	}
-	rc = vjob_mod_start(vjob_mod_builtin(), 0, err, sizeof(err));
-	if (rc < 0) {
-		vb_err("jobs: %s", err);
-		return rc;
 	}
 	vjob_registry_freeze();
 	return 0;

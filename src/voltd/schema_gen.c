@@ -17,7 +17,7 @@
  * Exit 1 with "TEMPLATE:LINE: problem" on a template it cannot use.
  */
 #include "voltd/cfg.h"
-#include "voltd/cfg_types.h"
+#include "voltd/cfg_internal.h"
 
 #include <ctype.h>
 #include <stdarg.h>
@@ -269,12 +269,8 @@ static void test_config_fn(const char *fn, const char *type, const char *section
 	printf("\tmemset(c, 0, sizeof(*c));\n");
 	for (size_t j = 0; j < nk; j++) {
 		const char *field = (const char *)def + k[j].offset;
-		if (strcmp(k[j].section, section) != 0)
-			continue;
-		/* [jobs]' built-in module keys are the module's (jobs.*), not
-		 * struct vjob_config's. */
-		if (strncmp(k[j].field, "jobs.", 5) == 0)
-			continue;
+		if (strcmp(k[j].section, section) != 0 || k[j].mod)
+			continue; /* a module's key is the module's to hold */
 		if (strncmp(k[j].field, prefix, strlen(prefix)) != 0)
 			die("%s.%s: its field %s is not in struct %s", k[j].section, k[j].name, k[j].field, type);
 		const char *member = k[j].field + strlen(prefix);

@@ -3,8 +3,9 @@
  * tests/unit/test_cfg.c: the configuration schema, parser and validator:
  * a good file, every kind of error with its message, overrides, every
  * default, every key in man/voltd.conf.5 and conf/voltd.conf, the layers'
- * bounds against the schema's, and every live key through its setter to a
- * running runtime, server and logger.
+ * bounds against the schema's, every live key through its setter to a
+ * running runtime, server, logger and module, and the built-in module's
+ * keys as rows of [jobs].
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,6 +24,7 @@
 #include "jobs/job.h"
 #include "voltd/cfg.h"
 #include "voltd/control.h"
+#include <voltd/module.h>
 #include "tests/helpers/test_config.h"
 
 static int load(struct vcfg *cfg, const char *text, struct vb_strlist *err)
@@ -96,7 +98,9 @@ static void test_good_file(void **state)
 	assert_int_equal(cfg.server.max_body_bytes, 0);
 	assert_int_equal(cfg.server.on_full, VSRV_ON_FULL_SHED);
 	assert_int_equal(cfg.server.exec_tasks, 7);
-	assert_true(cfg.jobs.spin_max_n == 5000000000ull);
+	char v[64];
+	vcfg_format(&cfg, vcfg_key_named("jobs.spin_max_n"), v, sizeof(v));
+	assert_string_equal(v, "5000000000");
 	assert_string_equal(cfg.control.socket, "/tmp/x.sock");
 	assert_int_equal(cfg.control.mode, 0600);
 	assert_string_equal(cfg.control.group, "adm");
@@ -193,15 +197,18 @@ static void test_schema_rows_are_whole(void **state)
 			cur++;
 		if (cur == ns)
 			why = "its section is not in sections[] or its rows are not together in that order";
-		else if (!k[i].field || !dl || k[i].doc[dl - 1] == '.')
-			why = "no field name, or no doc line, or a doc line ending in a period";
+		else if ((!k[i].field && !k[i].mod) || !dl || k[i].doc[dl - 1] == '.')
+			why = "no field name (voltd's own key), or no doc line, or a doc line ending in a period";
 		else if ((k[i].type == VCFG_ENUM) != (k[i].choices != NULL))
 			why = "choices belong to ENUM keys, and every ENUM key has them";
-		else if (k[i].min > k[i].max && k[i].type != VCFG_ENUM && k[i].type != VCFG_LISTEN &&
+		else if (k[i].type == VCFG_I64 ? (int64_t)k[i].min > (int64_t)k[i].max :
+			 k[i].min > k[i].max && k[i].type != VCFG_ENUM && k[i].type != VCFG_LISTEN &&
 			 k[i].type != VCFG_ADDR)
 			why = "min above max";
-		else if (k[i].unit && k[i].type != VCFG_UINT && k[i].type != VCFG_U64)
+		else if (k[i].unit && k[i].type != VCFG_UINT && k[i].type != VCFG_U64 && k[i].type != VCFG_I64)
 			why = "a unit on a key that is not a number";
+		else if (k[i].type == VCFG_I64 && !k[i].mod)
+			why = "I64 is the type of a module's INT key only";
 		else if (k[i].apply && (k[i].flags & VCFG_F_RELOAD))
 			why = "both live (.apply) and reload-only (VCFG_F_RELOAD)";
 		if (why) {
@@ -215,13 +222,6 @@ static void test_schema_rows_are_whole(void **state)
 /* What the layer that takes key k's field says of cfg: 0 or -EINVAL. */
 static int layer_check(const struct vcfg *cfg, const struct vcfg_key *k)
 {
-	if (strncmp(k->field, "jobs.", 5) == 0) {
-		/* the built-in job module's keys: its own checks */
-		struct vjob_mod *m = vjob_mod_builtin();
-		char text[32], err[160];
-		vcfg_format(cfg, k, text, sizeof(text));
-		return vjob_mod_key_set(m, (size_t)vjob_mod_key_find(m, k->name), text, err, sizeof(err));
-	}
 	if (strncmp(k->field, "scheduler.", 10) == 0)
 		return vrt_config_check(&cfg->scheduler);
 	if (strncmp(k->field, "io.", 3) == 0)
@@ -319,51 +319,60 @@ static void running_values(struct vrt *rt, struct vsrv *srv, struct vcfg *out)
 	vrt_get_tunables(rt, &out->scheduler);
 	vsrv_get_live(srv, &out->server);
 	out->log.level = vb_log_get_level();
-	/* [jobs]' built-in module keys: the module's values */
-	struct vjob_mod *m = vjob_mod_builtin();
-	char v[32];
-	vjob_mod_key_format(m, (size_t)vjob_mod_key_find(m, "spin_max_n"), v, sizeof(v));
-	out->jobs.spin_max_n = strtoull(v, NULL, 10);
-	vjob_mod_key_format(m, (size_t)vjob_mod_key_find(m, "sleep_max_ms"), v, sizeof(v));
-	out->jobs.sleep_max_ms = (unsigned)strtoul(v, NULL, 10);
 }
 
-/* [jobs] spin_max_n and sleep_max_ms are the built-in job module's keys:
- * their schema rows (until the schema reads module keys itself) say what
- * the module declares, fact for fact. */
-static void test_builtin_module_keys_match_their_rows(void **state)
+/* The built-in module's keys are rows of [jobs], made from its
+ * declaration as a loaded module's are made in [module.NAME]: the same
+ * facts, its key's index, live when it says so. */
+static void test_builtin_module_keys_are_rows_of_jobs(void **state)
 {
-	const struct vjob_mod *m = vjob_mod_builtin();
+	struct vjob_mod *m = vjob_mod_builtin();
 
 	(void)state;
-	assert_int_equal(vjob_mod_key_count(m), 2);
+	assert_true(vjob_mod_key_count(m) >= 2);
 	for (size_t i = 0; i < vjob_mod_key_count(m); i++) {
 		const struct voltd_key *mk = vjob_mod_key(m, i);
 		const struct vcfg_key *row = vcfg_key_find("jobs", mk->name);
 
 		assert_non_null(row);
+		assert_ptr_equal(row->mod, m);
+		assert_int_equal(row->mod_key, i);
 		assert_string_equal(row->def, mk->def);
-		assert_true(row->min == (uint64_t)mk->min && row->max == (uint64_t)mk->max);
-		assert_true((row->unit == NULL) == (mk->unit == NULL));
-		if (row->unit)
-			assert_string_equal(row->unit, mk->unit);
-		assert_string_equal(row->doc, mk->doc);
+		assert_ptr_equal(row->doc, mk->doc);
+		assert_ptr_equal(row->unit, mk->unit);
 		assert_true((row->apply != NULL) == ((mk->flags & VOLTD_KEY_LIVE) != 0));
-		assert_int_equal(mk->type, VOLTD_KEY_INT);
-		assert_true(row->type == VCFG_U64 || row->type == VCFG_UINT);
-		assert_true(strncmp(row->field, "jobs.", 5) == 0);
+		assert_int_equal(row->type, mk->type == VOLTD_KEY_INT ? VCFG_I64 :
+					    mk->type == VOLTD_KEY_BOOL ? VCFG_BOOL : VCFG_STRING);
+		if (mk->type == VOLTD_KEY_INT)
+			assert_true((int64_t)row->min == mk->min && (int64_t)row->max == mk->max);
 	}
+	/* at the start of [jobs], before voltd's own slice_us */
+	assert_true(vcfg_key_find("jobs", "sleep_max_ms") < vcfg_key_find("jobs", "slice_us"));
+}
+
+/* The running value of live key k as text: from the module that declared
+ * it, or from its layer (running_values). */
+static void running_text(struct vrt *rt, struct vsrv *srv, const struct vcfg_key *k, char *buf, size_t len)
+{
+	struct vcfg got;
+
+	if (k->mod) {
+		vjob_mod_key_format(k->mod, k->mod_key, buf, len);
+		return;
+	}
+	running_values(rt, srv, &got);
+	vcfg_format(&got, k, buf, len);
 }
 
 /* Every key whose schema row names a setter (.apply, live) reaches the
- * running runtime, server or logger: the control socket's `set` (the
- * daemon's hook, src/voltd/control.c) of a value unlike the current one is
- * read back from the layer; then a reload puts every live key back to the
- * file's value. A live key the read-back does not know reads 0 here: teach
- * running_values its layer's getter. */
+ * running runtime, server, logger or module: the control socket's `set`
+ * (the daemon's hook, src/voltd/control.c) of a value unlike the current
+ * one is read back from the layer (or the module); then a reload puts
+ * every live key back to the file's value. A live key the read-back does
+ * not know reads 0 here: teach running_values its layer's getter. */
 static void test_every_live_key_reaches_its_setter(void **state)
 {
-	struct vcfg cfg, got;
+	struct vcfg cfg;
 	struct vb_strlist err = { 0 }, changed = { 0 }, restart = { 0 };
 	struct vio *io;
 	struct vrt *rt;
@@ -404,6 +413,13 @@ static void test_every_live_key_reaches_its_setter(void **state)
 				snprintf(value, sizeof(value), "%llu", (unsigned long long)v + 1);
 			break;
 		}
+		case VCFG_I64: { /* a module's: the middle of its range, never the default */
+			int64_t lo = (int64_t)k[i].min, hi = (int64_t)k[i].max, v = lo + (hi - lo) / 2;
+			snprintf(value, sizeof(value), "%lld", (long long)v);
+			if (strcmp(value, have) == 0)
+				snprintf(value, sizeof(value), "%lld", (long long)v + 1);
+			break;
+		}
 		case VCFG_ENUM:
 			snprintf(value, sizeof(value), "%s", k[i].choices[strcmp(have, k[i].choices[0]) == 0]);
 			break;
@@ -420,26 +436,24 @@ static void test_every_live_key_reaches_its_setter(void **state)
 			bad++;
 			continue;
 		}
-		running_values(rt, srv, &got);
-		vcfg_format(&got, &k[i], have, sizeof(have));
+		running_text(rt, srv, &k[i], have, sizeof(have));
 		vcfg_format(&cfg, &k[i], want, sizeof(want));
 		if (strcmp(have, value) != 0 || strcmp(want, value) != 0) {
 			print_error("set %s %s: the configuration says %s, the running %s says %s\n", key, value,
-				    want, k[i].field, have);
+				    want, k[i].mod ? "module" : k[i].field, have);
 			bad++;
 		}
 	}
 	/* A reload applies the file's values (here the defaults) again. */
 	assert_int_equal(vd_ctl_reload(&d, &changed, &restart, &err), 0);
-	running_values(rt, srv, &got);
 	for (size_t i = 0; i < n; i++) {
 		if (!k[i].apply)
 			continue;
-		vcfg_format(&got, &k[i], have, sizeof(have));
+		running_text(rt, srv, &k[i], have, sizeof(have));
 		vcfg_format(&cfg, &k[i], want, sizeof(want));
 		if (strcmp(have, want) != 0) {
 			print_error("reload: %s.%s is %s in the file, the running %s says %s\n", k[i].section,
-				    k[i].name, want, k[i].field, have);
+				    k[i].name, want, k[i].mod ? "module" : k[i].field, have);
 			bad++;
 		}
 	}
@@ -692,7 +706,7 @@ int main(void)
 		cmocka_unit_test(test_schema_rows_are_whole),
 		cmocka_unit_test(test_layers_take_the_schema_bounds),
 		cmocka_unit_test(test_every_live_key_reaches_its_setter),
-		cmocka_unit_test(test_builtin_module_keys_match_their_rows),
+		cmocka_unit_test(test_builtin_module_keys_are_rows_of_jobs),
 		cmocka_unit_test(test_unknown_key_suggests),
 		cmocka_unit_test(test_unknown_section),
 		cmocka_unit_test(test_duplicate_key),
