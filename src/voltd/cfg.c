@@ -79,6 +79,17 @@ void vcfg_format(const struct vcfg *cfg, const struct vcfg_key *k, char *buf, si
 	vcfg__type(k)->format(cfg, k, buf, len);
 }
 
+static const char *section_doc(const char *name)
+{
+	size_t n;
+	const struct vcfg_section *s = vcfg_sections(&n);
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(s[i].name, name) == 0)
+			return s[i].doc;
+	return "";
+}
+
 void vcfg_dump(const struct vcfg *cfg, FILE *fp)
 {
 	size_t n;
@@ -90,6 +101,8 @@ void vcfg_dump(const struct vcfg *cfg, FILE *fp)
 		if (strcmp(section, schema[i].section) != 0) {
 			section = schema[i].section;
 			fprintf(fp, "%s[%s]\n", i ? "\n" : "", section);
+			if (vcfg__module_section(section))
+				fprintf(fp, "# %s\n", section_doc(section)); /* which module, which file */
 		}
 		vcfg_format(cfg, &schema[i], buf, sizeof(buf));
 		fprintf(fp, "%s = %s\n", schema[i].name, buf);
@@ -122,13 +135,19 @@ static size_t edit_distance(const char *a, const char *b)
 }
 
 /* The nearest known "section.key" (or section name when key is NULL), when
- * it is close enough to be a plausible typo. */
-static const char *suggest(const char *section, const char *key, char *buf, size_t len)
+ * it is close enough to be a plausible typo. A module's section takes only
+ * its own keys, and keys elsewhere are not looked for among modules'. */
+const char *vcfg__suggest(const char *section, const char *key, char *buf, size_t len)
 {
 	size_t n, best = SIZE_MAX, best_d = SIZE_MAX;
 	const struct vcfg_key *schema = vcfg_schema(&n), *bk = NULL;
+	bool in_module = vcfg__module_section(section);
 
 	for (size_t i = 0; i < n; i++) {
+		if (key && in_module != vcfg__module_section(schema[i].section))
+			continue;
+		if (key && in_module && strcmp(section, schema[i].section) != 0)
+			continue;
 		/* A key is matched by name; the same section wins a tie. */
 		const char *have = key ? key : section;
 		const char *want = key ? schema[i].name : schema[i].section;
@@ -149,6 +168,71 @@ static const char *suggest(const char *section, const char *key, char *buf, size
 	return buf;
 }
 
+/* ------------------------------------------------------------------ pending */
+
+/*
+ * An assignment in a [module.NAME] section (or -s module.NAME.KEY=V) waits
+ * in cfg->pending until vcfg_load_modules knows the module's keys. One
+ * record: the line (an int, 0 for -s), then "where", "section", "key" and
+ * "value", each NUL-terminated.
+ */
+static int pending_add(struct vcfg *cfg, int line, const char *where, const char *section, const char *key,
+		       const char *value)
+{
+	const char *part[] = { where, section, key, value };
+	size_t need = sizeof(line), at = cfg->pending.len;
+
+	for (size_t i = 0; i < VB_ARRAY_SIZE(part); i++)
+		need += strlen(part[i]) + 1;
+	if (at + need > sizeof(cfg->pending.text))
+		return -ENOSPC; /* the caller says so, with the key */
+	memcpy(cfg->pending.text + at, &line, sizeof(line));
+	at += sizeof(line);
+	for (size_t i = 0; i < VB_ARRAY_SIZE(part); i++) {
+		size_t n = strlen(part[i]) + 1;
+		memcpy(cfg->pending.text + at, part[i], n);
+		at += n;
+	}
+	cfg->pending.len = at;
+	return 0;
+}
+
+bool vcfg__pending_next(const struct vcfg *cfg, size_t *pos, struct vcfg__pending *out)
+{
+	const char *p;
+
+	if (*pos >= cfg->pending.len)
+		return false;
+	memcpy(&out->line, cfg->pending.text + *pos, sizeof(out->line));
+	p = (const char *)cfg->pending.text + *pos + sizeof(out->line);
+	out->where = p;
+	p += strlen(p) + 1;
+	out->section = p;
+	p += strlen(p) + 1;
+	out->key = p;
+	p += strlen(p) + 1;
+	out->value = p;
+	p += strlen(p) + 1;
+	*pos = (size_t)(p - (const char *)cfg->pending.text);
+	return true;
+}
+
+/* A [module.NAME] line: the section is remembered, in file order, even
+ * when no key follows (its presence loads the module). */
+static void module_section_seen(struct vcfg *cfg, const char *name, const char *where)
+{
+	for (unsigned i = 0; i < cfg->n_modules; i++)
+		if (strcmp(cfg->module[i].name, name) == 0)
+			return; /* a section written twice continues the first */
+	if (cfg->n_modules == VCFG_MAX_MODULES) {
+		cfg->too_many_modules = true; /* vcfg_load_modules says so */
+		return;
+	}
+	struct vcfg_module *m = &cfg->module[cfg->n_modules++];
+	snprintf(m->name, sizeof(m->name), "%s", name);
+	snprintf(m->where, sizeof(m->where), "%s", where);
+}
+
 /* ------------------------------------------------------------------ files */
 
 struct load_ctx {
@@ -164,6 +248,26 @@ struct load_ctx {
 	/* duplicate detection: line each key was set on, 0 = not yet */
 	int set_line[VCFG_MAX_KEYS];
 };
+
+/* inih calls on_key for keys only: a [module.NAME] line with no key
+ * after it is seen here, as inih will read it (the name between '[' and
+ * the first ']', blanks before '[' skipped). */
+static void section_line(struct load_ctx *c, const char *line)
+{
+	char where[VCFG_SOURCE_LEN];
+
+	while (*line == ' ' || *line == '\t')
+		line++;
+	if (strncmp(line, "[module.", 8) != 0)
+		return;
+	const char *end = strchr(line, ']');
+	if (!end)
+		return; /* inih's syntax error */
+	char name[sizeof(c->cfg->module[0].name)];
+	snprintf(name, sizeof(name), "%.*s", (int)(end - line - 8), line + 8);
+	snprintf(where, sizeof(where), "%s:%d", c->name, c->line);
+	module_section_seen(c->cfg, name, where);
+}
 
 static char *read_line(char *str, int num, void *stream)
 {
@@ -205,7 +309,32 @@ static char *read_line(char *str, int num, void *stream)
 		c->too_long = false;
 		str[0] = '\0'; /* skip it */
 	}
+	section_line(c, str);
 	return str;
+}
+
+/* A key of a [module.NAME] section: kept for vcfg_load_modules, which
+ * knows the module's keys; a duplicate is found here, by its line. */
+static int module_key(struct load_ctx *c, const char *section, const char *name, const char *value,
+		      const char *where)
+{
+	struct vcfg__pending p;
+	size_t pos = 0;
+
+	while (vcfg__pending_next(c->cfg, &pos, &p)) {
+		if (p.line && strcmp(p.section, section) == 0 && strcmp(p.key, name) == 0) {
+			add_err(c->err, "%s: %s.%s: duplicate key (first set on line %d)", where, section, name,
+				p.line);
+			c->errors++;
+			return 1;
+		}
+	}
+	if (pending_add(c->cfg, c->line, where, section, name, value) < 0) {
+		add_err(c->err, "%s: %s.%s: more module keys than voltd holds (%d bytes of them)", where, section,
+			name, VCFG_PENDING_BYTES);
+		c->errors++;
+	}
+	return 1;
 }
 
 static int on_key(void *user, const char *section, const char *name, const char *value)
@@ -215,6 +344,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
 	const struct vcfg_key *k = vcfg_key_find(section, name);
 
 	snprintf(where, sizeof(where), "%s:%d", c->name, c->line);
+	if (vcfg__module_section(section))
+		return module_key(c, section, name, value, where);
 	if (!k) {
 		size_t n;
 		const struct vcfg_key *schema = vcfg_schema(&n);
@@ -222,15 +353,15 @@ static int on_key(void *user, const char *section, const char *name, const char 
 		for (size_t i = 0; i < n; i++)
 			section_known |= strcmp(schema[i].section, section) == 0;
 		if (!*section) {
-			const char *s = suggest("", name, sug, sizeof(sug));
+			const char *s = vcfg__suggest("", name, sug, sizeof(sug));
 			add_err(c->err, "%s: %s: key outside any [section]%s%s%s", where, name,
 				s ? " (did you mean " : "", s ? s : "", s ? "?)" : "");
 		} else if (!section_known) {
-			const char *s = suggest(section, NULL, sug, sizeof(sug));
+			const char *s = vcfg__suggest(section, NULL, sug, sizeof(sug));
 			add_err(c->err, "%s: %s.%s: unknown section [%s]%s%s%s", where, section, name, section,
 				s ? " (did you mean [" : "", s ? s : "", s ? "]?)" : "");
 		} else {
-			const char *s = suggest(section, name, sug, sizeof(sug));
+			const char *s = vcfg__suggest(section, name, sug, sizeof(sug));
 			add_err(c->err, "%s: %s.%s: unknown key%s%s%s", where, section, name,
 				s ? " (did you mean " : "", s ? s : "", s ? "?)" : "");
 		}
@@ -273,6 +404,7 @@ int vcfg_load_file(struct vcfg *cfg, const char *path, struct vb_strlist *err)
 {
 	struct load_ctx c = { .cfg = cfg, .err = err, .name = path };
 
+	snprintf(cfg->file, sizeof(cfg->file), "%s", path);
 	c.fp = fopen(path, "re");
 	if (!c.fp) {
 		add_err(err, "%s: cannot open: %s", path, strerror(errno));
@@ -286,16 +418,23 @@ int vcfg_load_file(struct vcfg *cfg, const char *path, struct vb_strlist *err)
 int vcfg_load_string(struct vcfg *cfg, const char *name, const char *text, struct vb_strlist *err)
 {
 	struct load_ctx c = { .cfg = cfg, .err = err, .name = name, .text = text };
+
+	snprintf(cfg->file, sizeof(cfg->file), "%s", name);
 	return load(&c);
 }
 
 int vcfg_override(struct vcfg *cfg, const char *assignment, struct vb_strlist *err)
 {
 	char section[64], key[64], sug[96];
-	const char *dot = strchr(assignment, '.');
 	const char *eq = strchr(assignment, '=');
+	const char *dot = NULL;
 
-	if (!dot || !eq || dot > eq || (size_t)(dot - assignment) >= sizeof(section) ||
+	/* The key is after the last dot before '=': a section may have one
+	 * (module.NAME), a key never. */
+	for (const char *p = assignment; eq && p < eq; p++)
+		if (*p == '.')
+			dot = p;
+	if (!dot || !eq || (size_t)(dot - assignment) >= sizeof(section) ||
 	    (size_t)(eq - dot - 1) >= sizeof(key)) {
 		add_err(err, "-s %s: expected SECTION.KEY=VALUE", assignment);
 		return 1;
@@ -304,9 +443,16 @@ int vcfg_override(struct vcfg *cfg, const char *assignment, struct vb_strlist *e
 	section[dot - assignment] = '\0';
 	memcpy(key, dot + 1, (size_t)(eq - dot - 1));
 	key[eq - dot - 1] = '\0';
+	if (vcfg__module_section(section)) {
+		if (pending_add(cfg, 0, "-s", section, key, eq + 1) == 0)
+			return 0;
+		add_err(err, "-s: %s.%s: more module keys than voltd holds (%d bytes of them)", section, key,
+			VCFG_PENDING_BYTES);
+		return 1;
+	}
 	const struct vcfg_key *k = vcfg_key_find(section, key);
 	if (!k) {
-		const char *s = suggest(section, key, sug, sizeof(sug));
+		const char *s = vcfg__suggest(section, key, sug, sizeof(sug));
 		add_err(err, "-s: %s.%s: unknown key%s%s%s", section, key, s ? " (did you mean " : "",
 			s ? s : "", s ? "?)" : "");
 		return 1;

@@ -27,7 +27,11 @@
 #define VCFG_AUTO 0 /* value of an "auto" count before it is resolved */
 #define VCFG_MAX_KEYS 256  /* schema rows at most: the table's and the modules' keys */
 #define VCFG_SOURCE_LEN 128
+#define VCFG_MAX_MODULES 32 /* [module.NAME] sections at most */
+#define VCFG_NAME_LEN 33    /* a module's name, or a key's: 1..32 bytes and the NUL */
+#define VCFG_PATH_LEN 512   /* modules.dir and a module's path: at most 511 bytes */
 #define VCFG_DYN_BYTES 32768     /* the values of the modules' keys (struct vcfg's dyn) */
+#define VCFG_PENDING_BYTES 16384 /* module assignments waiting for their module */
 
 /* One parsed address:port, normalised text included. Public. */
 struct vcfg_addr {
@@ -42,8 +46,9 @@ struct vcfg_addr {
  * and vsrv_new as they are: the schema is the only place a default is
  * written, and no field is copied by hand. Sections map onto them:
  * [scheduler] -> scheduler, [io] -> io, [server], [stages] and [jobs] ->
- * server. The built-in module's keys ([jobs] spin_max_n and sleep_max_ms)
- * are rows made from its declaration, their values in dyn. Fields
+ * server, [modules] -> modules. The modules' keys ([jobs] spin_max_n and
+ * sleep_max_ms, the built-in module's, and those of [module.NAME]) are
+ * rows made from the modules' declarations, their values in dyn. Fields
  * that are not keys (park_ops, fds, ...) are zero here and set by the
  * daemon at start.
  */
@@ -73,6 +78,24 @@ struct vcfg {
 	struct {
 		int level; /* syslog level */
 	} log;
+	struct {
+		char dir[VCFG_PATH_LEN];
+	} modules;
+	/* The [module.NAME] sections of the file, in file order: each loads
+	 * module NAME (vcfg_load_modules). */
+	struct vcfg_module {
+		char name[64]; /* as written (a bad one is refused by vcfg_load_modules) */
+		char where[VCFG_SOURCE_LEN]; /* "FILE:LINE" of its [module.NAME] line */
+	} module[VCFG_MAX_MODULES];
+	unsigned n_modules;
+	bool too_many_modules;      /* sections past VCFG_MAX_MODULES were seen */
+	char file[VCFG_SOURCE_LEN]; /* the file read ("" = none), for messages */
+	/* The assignments of [module.NAME] sections (the file's, then -s's),
+	 * kept until vcfg_load_modules knows the module's keys. Private. */
+	struct {
+		unsigned char text[VCFG_PENDING_BYTES];
+		size_t len;
+	} pending;
 	/* The values of the modules' keys: the field of a row with .mod is at
 	 * its .offset in here. */
 	_Alignas(8) unsigned char dyn[VCFG_DYN_BYTES];
@@ -124,12 +147,16 @@ struct vcfg_key {
 	const char *field;             /* its name, e.g. "scheduler.budget" (F() writes both) */
 	vcfg_apply_fn *apply;          /* live (set, reload) through this setter; NULL = not live */
 	const char *doc;               /* one line */
-	/* A module's key (the built-in module's in [jobs]), a row made from
-	 * its declaration: the module, and the key's index among its keys.
-	 * NULL for voltd's own keys. */
+	const char *def_doc;           /* the default as the documentation writes it, when
+					* def is the build's (modules.dir); NULL = def */
+	/* A module's key (a row vcfg_load_modules made from its declaration,
+	 * or the built-in module's in [jobs]): the module, and the key's
+	 * index among its keys (VCFG_MOD_PATH: the section's path key, voltd's
+	 * own). NULL for voltd's own keys. */
 	struct vjob_mod *mod;
 	unsigned mod_key;
 };
+#define VCFG_MOD_PATH (~0u)
 
 /* One [section] of the file, in file order: its name and one line saying
  * what it configures. Public, read-only. */
@@ -187,10 +214,27 @@ void vcfg_copy_reload(struct vcfg *dst, const struct vcfg *src);
 int vcfg_apply_live(const struct vcfg *cfg, const struct vcfg_live *to);
 /* Replace "auto" counts by concrete values (workers = online CPUs, ...). */
 void vcfg_resolve(struct vcfg *cfg);
-/* Start the modules (the built-in one): every key's value goes to its
- * module, then the module's init runs with flags (VOLTD_INIT_CHECK for
- * voltd -t) and its kinds register. Returns errors added. */
+/*
+ * Modules. A [module.NAME] section loads module NAME: its path key is
+ * voltd's (the file, relative to [modules] dir), every other key one the
+ * module declared. The file's assignments in those sections (and -s
+ * module.NAME.KEY=V) wait in cfg until vcfg_load_modules, called after the
+ * file and the overrides: it opens each module (src/jobs: dlopen, the
+ * descriptor's checks) unless may_open is false (a reload: a module loads
+ * at start only and is never unloaded, so a section added or gone, or a
+ * path naming another file, is an error), makes its declared keys rows of
+ * the schema, and sets them from the assignments. Rows are added only
+ * here, before the daemon's threads start. Returns errors added.
+ */
+int vcfg_load_modules(struct vcfg *cfg, bool may_open, struct vb_strlist *err);
+/* Start the modules, the built-in one first, then each [module.NAME] in
+ * file order: every key's value goes to its module, then the module's init
+ * runs with flags (VOLTD_INIT_CHECK for voltd -t) and its kinds register.
+ * Stops at the first module that fails. Returns errors added. */
 int vcfg_start_modules(const struct vcfg *cfg, uint32_t flags, struct vb_strlist *err);
+/* A reload from run to next that a module refuses: one of its restart-only
+ * keys changed (modules are never reloaded). Returns errors added. */
+int vcfg_check_module_reload(const struct vcfg *run, const struct vcfg *next, struct vb_strlist *err);
 /* Text of a key's current value into buf. */
 void vcfg_format(const struct vcfg *cfg, const struct vcfg_key *k, char *buf, size_t len);
 /* Effective configuration, one "section.key = value" line each, to fp. */

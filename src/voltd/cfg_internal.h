@@ -50,15 +50,36 @@ static inline const void *vcfg__cfield(const struct vcfg *cfg, const struct vcfg
 	return (const char *)cfg + k->offset;
 }
 
+/* The nearest known "section.key" to section and key (or the nearest
+ * section when key is NULL) into buf, when close enough to be a typo;
+ * NULL when none is. */
+const char *vcfg__suggest(const char *section, const char *key, char *buf, size_t len);
+
+/* An assignment of a module's section that waits for its module. */
+struct vcfg__pending {
+	int line;             /* in the file; 0 for -s */
+	const char *where;    /* "FILE:LINE" or "-s" */
+	const char *section;  /* "module.NAME" */
+	const char *key, *value;
+};
+/* The next pending assignment of cfg after *pos (0 to start), in the order
+ * they were made; false after the last. */
+bool vcfg__pending_next(const struct vcfg *cfg, size_t *pos, struct vcfg__pending *out);
+
 /* The built-in module's keys are rows of this section (voltd.conf's
  * [jobs], as before the built-in kinds were a module). */
 #define VCFG_BUILTIN_SECTION "jobs"
 
-/* Append rows to the schema (a module's keys): a row
+/* Append rows to the schema (a module's keys, after its section): a row
  * with .mod gets its field in struct vcfg's dyn (its .offset is set
  * here). Before the daemon's threads start. 0, or -ENOSPC when the rows or
  * dyn are full. */
 int vcfg__add_rows(const struct vcfg_key *rows, size_t n);
+/* Append a section (its strings must live as long as the process). 0 or
+ * -ENOSPC. */
+int vcfg__add_section(const char *name, const char *doc);
+/* Is section a module's (module.NAME)? */
+bool vcfg__module_section(const char *section);
 
 /* The rows of module m's declared keys, in section (which must live as
  * long as the process), into out (room rows at most): their number, or

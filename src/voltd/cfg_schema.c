@@ -93,6 +93,7 @@ static const struct vcfg_section sections[] = {
 	{ "jobs", "Limits and slicing of the job kinds." },
 	{ "control", "The UNIX control socket that voltctl talks to." },
 	{ "log", "Logging." },
+	{ "modules", "Where the modules' files are. Each [module.NAME] section after it loads module NAME." },
 };
 
 /*
@@ -266,6 +267,10 @@ static const struct vcfg_key schema[] = {
 	{ "log", "access", VCFG_BOOL, "off", 0, 1, F(server.access_log),
 	  .apply = live_server,
 	  .doc = "a line per response at level info: method, target, status, bytes, duration, worker" },
+	/* [modules] */
+	{ "modules", "dir", VCFG_STRING, VOLTD_MODULEDIR, 1, VCFG_PATH_LEN - 1, F(modules.dir),
+	  .def_doc = "$(libdir)/voltd/modules",
+	  .doc = "directory of the modules' files: a module section's path is relative to it" },
 };
 
 static_assert(VB_ARRAY_SIZE(schema) <= VCFG_MAX_KEYS, "raise VCFG_MAX_KEYS");
@@ -274,12 +279,16 @@ static_assert(VB_ARRAY_SIZE(schema) <= VCFG_MAX_KEYS, "raise VCFG_MAX_KEYS");
 
 /*
  * The schema in use: the table above with the built-in module's keys at
- * the start of [jobs], made from its declaration when the schema is first
- * used (before any thread starts). Append-only, so a row's index
- * (cfg->source) never changes.
+ * the start of [jobs], then each loaded module's section and rows
+ * (cfg_modules.c appends them while the modules load, before any thread
+ * starts). Append-only, so a row's index (cfg->source) never changes.
  */
+#define MAX_SECTIONS (VB_ARRAY_SIZE(sections) + VCFG_MAX_MODULES)
+
 static struct vcfg_key rows[VCFG_MAX_KEYS];
 static size_t n_rows;
+static struct vcfg_section secs[MAX_SECTIONS];
+static size_t n_secs;
 static size_t dyn_used; /* bytes of struct vcfg's dyn given to rows */
 
 static void schema_init(void)
@@ -291,6 +300,8 @@ static void schema_init(void)
 		return;
 	nb = vcfg__module_rows(vjob_mod_builtin(), VCFG_BUILTIN_SECTION, builtin, VB_ARRAY_SIZE(builtin));
 	VB_BUG_ON(nb < 0);
+	memcpy(secs, sections, sizeof(sections));
+	n_secs = VB_ARRAY_SIZE(sections);
 	for (size_t i = 0; i < VB_ARRAY_SIZE(schema); i++) {
 		int rc = 0;
 		if (strcmp(schema[i].section, VCFG_BUILTIN_SECTION) == 0 &&
@@ -324,6 +335,20 @@ int vcfg__add_rows(const struct vcfg_key *r, size_t n)
 	return 0;
 }
 
+int vcfg__add_section(const char *name, const char *doc)
+{
+	schema_init();
+	if (n_secs == MAX_SECTIONS)
+		return -ENOSPC;
+	secs[n_secs++] = (struct vcfg_section){ name, doc };
+	return 0;
+}
+
+bool vcfg__module_section(const char *section)
+{
+	return strncmp(section, "module.", 7) == 0;
+}
+
 const struct vcfg_key *vcfg_schema(size_t *n)
 {
 	schema_init();
@@ -333,8 +358,9 @@ const struct vcfg_key *vcfg_schema(size_t *n)
 
 const struct vcfg_section *vcfg_sections(size_t *n)
 {
-	*n = VB_ARRAY_SIZE(sections);
-	return sections;
+	schema_init();
+	*n = n_secs;
+	return secs;
 }
 
 const struct vcfg_key *vcfg_key_find(const char *section, const char *name)
@@ -352,10 +378,11 @@ size_t vcfg_key_index(const struct vcfg_key *k)
 	return (size_t)(k - rows);
 }
 
+/* "section.key": a key has no dot, a section may (module.NAME). */
 const struct vcfg_key *vcfg_key_named(const char *key)
 {
 	char section[64];
-	const char *dot = strchr(key, '.');
+	const char *dot = strrchr(key, '.');
 
 	if (!dot || (size_t)(dot - key) >= sizeof(section))
 		return NULL;

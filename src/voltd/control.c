@@ -160,7 +160,7 @@ static void config_get(void *ctx, size_t i, struct vctl_config_item *out)
 	out->apply = k->apply			  ? VCTL_APPLY_LIVE :
 		     (k->flags & VCFG_F_RELOAD) ? VCTL_APPLY_RELOAD :
 						  VCTL_APPLY_RESTART;
-	out->doc = k->doc;
+	out->doc = k->doc ? k->doc : "";
 }
 
 static int config_set(void *ctx, size_t n, char *const *keys, char *const *values, struct vb_strlist *errors)
@@ -250,6 +250,15 @@ int vd_ctl_reload(struct vd_ctl *d, struct vb_strlist *changed, struct vb_strlis
 		goto unlock;
 	}
 	vcfg_resolve(next);
+	/* A module is never reloaded: a change to one of its restart-only
+	 * keys refuses the whole file (its sections and files were checked
+	 * while it loaded). Before anything is applied. */
+	if (vcfg_check_module_reload(d->cfg, next, &err) > 0) {
+		for (size_t i = 0; i < err.n; i++)
+			vb_strlist_add(errors, "%s", err.msg[i]);
+		rc = -EINVAL;
+		goto unlock;
+	}
 	if (d->ctl) {
 		/* The control plane's reload-only keys; a bad one (an unknown
 		 * group) rejects the file before anything is applied. */
@@ -264,6 +273,8 @@ int vd_ctl_reload(struct vd_ctl *d, struct vb_strlist *changed, struct vb_strlis
 	}
 	bool keep_monitor_off = next->scheduler.stall_warn_ms && monitor_off(d);
 	for (size_t i = 0; i < n; i++) {
+		if (schema[i].mod && !schema[i].apply)
+			continue; /* a module's other keys: equal, or refused above */
 		vcfg_format(d->cfg, &schema[i], a, sizeof(a));
 		vcfg_format(next, &schema[i], b, sizeof(b));
 		if (strcmp(a, b) == 0)

@@ -49,10 +49,20 @@ TESTS += tests/unit/test_cfg
 tests_unit_test_cfg_SOURCES = tests/unit/test_cfg.c
 tests_unit_test_cfg_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_cfg_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
+# The module test_cfg and test_module_config.py load from [module.cfgmod]:
+# a shared object built as a module's author builds one (plain -fPIC
+# -shared against <voltd/module.h> alone).
+check_PROGRAMS += tests/modules/cfgmod.so
+tests_modules_cfgmod_so_SOURCES = tests/modules/cfgmod.c
+tests_modules_cfgmod_so_CFLAGS = $(MODFLAGS_CC)
+tests_modules_cfgmod_so_LDFLAGS = $(MODFLAGS_LD)
+EXTRA_tests_unit_test_cfg_DEPENDENCIES = tests/modules/cfgmod.so
 
 # Integration tests (pytest): scripts/test runs them; `make check` too.
-TESTS += tests/integration/test_cli.py tests/integration/test_daemon_io.py tests/integration/test_stall.py
-EXTRA_DIST += tests/integration/test_cli.py tests/integration/test_daemon_io.py tests/integration/test_stall.py tests/integration/conftest.py tests/integration/pytest-driver
+TESTS += tests/integration/test_cli.py tests/integration/test_daemon_io.py tests/integration/test_stall.py \
+	tests/integration/test_module_config.py
+EXTRA_DIST += tests/integration/test_cli.py tests/integration/test_daemon_io.py tests/integration/test_stall.py \
+	tests/integration/test_module_config.py tests/integration/conftest.py tests/integration/pytest-driver
 # The daemon's life (notify, activation, drain, restarts); NOTIFY_TESTS also
 # run in the --without-systemd build (scripts/test, build-nosd).
 NOTIFY_TESTS = tests/integration/test_notify.py

@@ -39,6 +39,7 @@
 #include <sys/stat.h>
 #include <sysexits.h>
 #include <unistd.h>
+#include <voltd/module.h>
 
 #ifndef VOLTD_SYSCONFDIR
 #define VOLTD_SYSCONFDIR "/etc"
@@ -138,11 +139,13 @@ static int parse_args(int argc, char **argv, struct vd_opts *o)
 
 /*
  * Read the configuration: defaults, then the file, then -s overrides, then
- * the cross-key rules. Without -c, a missing default file means "embedded
- * defaults" (scripts/run relies on it); with -c it is an error.
+ * the modules' sections (their modules opened unless may_open is false, as
+ * in a reload: opened at start only), then the cross-key rules. Without -c,
+ * a missing default file means "embedded defaults" (scripts/run relies on
+ * it); with -c it is an error.
  */
 static int load_config(const struct vd_opts *o, struct vcfg *cfg, struct vb_strlist *err,
-		       bool *used_file)
+		       bool *used_file, bool may_open)
 {
 	int n = 0;
 
@@ -150,16 +153,34 @@ static int load_config(const struct vd_opts *o, struct vcfg *cfg, struct vb_strl
 	*used_file = o->config_given || access(o->config, F_OK) == 0;
 	if (*used_file) {
 		n += vcfg_load_file(cfg, o->config, err);
-		if (n)
-			return n;
+		if (n) /* the modules' problems too, in one report */
+			return n + vcfg_load_modules(cfg, may_open, err);
 	}
 	for (unsigned i = 0; i < o->n_overrides; i++)
 		n += vcfg_override(cfg, o->overrides[i], err);
+	n += vcfg_load_modules(cfg, may_open, err);
 	if (n == 0 && o->n_overrides)
 		n += vcfg_validate(cfg, "-s", err);
 	if (n == 0)
 		n += vcfg_check_host(cfg, err);
 	return n;
+}
+
+/* voltd -t: each module's init as a check, told the workers a start would
+ * have (thread_count()). Returns errors added. */
+static int check_modules(const struct vcfg *cfg, struct vb_strlist *err)
+{
+	struct vcfg *run = malloc(sizeof(*run));
+
+	if (!run) {
+		vb_strlist_add(err, "out of memory");
+		return 1;
+	}
+	*run = *cfg;
+	vcfg_resolve(run);
+	vjob_threads_set(run->scheduler.workers);
+	free(run);
+	return vcfg_start_modules(cfg, VOLTD_INIT_CHECK, err);
 }
 
 /* Configuration errors, before logging starts (and for -t): one line each,
@@ -270,11 +291,12 @@ static void check_nofile(const struct vcfg *cfg)
 		(unsigned long long)need);
 }
 
-/* The configuration as it would be read now (SIGHUP, `reload`). */
+/* The configuration as it would be read now (SIGHUP, `reload`): no module
+ * is opened (a module loads at start only). */
 static int reload_load(void *ctx, struct vcfg *next, struct vb_strlist *err)
 {
 	bool used_file;
-	return load_config(ctx, next, err, &used_file);
+	return load_config(ctx, next, err, &used_file, false);
 }
 
 /* SIGHUP (vd_life's reload_fn, between RELOADING=1 and READY=1): read the
@@ -439,23 +461,6 @@ static int io_start(const struct vcfg *cfg, struct vio **io)
 	return 0;
 }
 
-/* Rung 4b: the job modules: the built-in one (its keys from [jobs], its
- * init), then the registry frozen for the workers, which start next. */
-static int jobs_start(const struct vcfg *cfg)
-{
-	struct vb_strlist err = { 0 };
-
-	vjob_threads_set(cfg->scheduler.workers);
-	if (vcfg_start_modules(cfg, 0, &err) > 0) {
-		for (size_t i = 0; i < err.n; i++)
-			vb_err("jobs: %s", err.msg[i]);
-		vb_strlist_fini(&err);
-		return -EINVAL;
-	}
-	vjob_registry_freeze();
-	return 0;
-}
-
 /* Rung 5: the runtime, parking in the I/O driver. */
 static int rt_start(struct vcfg *cfg, struct vio *io, struct vrt **rt)
 {
@@ -599,8 +604,11 @@ int main(int argc, char **argv)
 	if (rc)
 		return rc;
 
-	/* Rung 1: configuration. Nothing starts on a bad one. */
-	if (load_config(&opts, &cfg, &err, &used_file) > 0) {
+	/* Rung 1: configuration, its modules opened and checked. Nothing
+	 * starts on a bad one. voltd -t runs each module's init as a check
+	 * (VOLTD_INIT_CHECK: it acquires nothing and starts no thread). */
+	if (load_config(&opts, &cfg, &err, &used_file, true) > 0 ||
+	    (opts.test_only && check_modules(&cfg, &err) > 0)) {
 		print_errors(&err);
 		vb_strlist_fini(&err);
 		return EX_CONFIG;
@@ -682,13 +690,24 @@ int main(int argc, char **argv)
 			goto close_agent;
 		}
 
-	if (jobs_start(&cfg) < 0) {
-		rc = EX_SOFTWARE;
-		goto close_agent;
+	/* Rung 3f: the modules, after the signals' mask (a module's init may
+	 * start threads) and before any worker: each module's keys and init,
+	 * the built-in one first, then the [module.NAME] sections in file
+	 * order; their kinds go into the registry, frozen before the workers
+	 * start. A refusal is the configuration's (exit 78). */
+	vjob_threads_set(cfg.scheduler.workers);
+	if (vcfg_start_modules(&cfg, 0, &err) > 0) {
+		for (size_t i = 0; i < err.n; i++)
+			vb_err("%s", err.msg[i]);
+		vb_strlist_fini(&err);
+		rc = EX_CONFIG;
+		goto stop_modules;
 	}
+	vjob_registry_freeze();
+
 	if (io_start(&cfg, &io) < 0) {
 		rc = EX_UNAVAILABLE;
-		goto close_agent;
+		goto stop_modules;
 	}
 	if (rt_start(&cfg, io, &rt) < 0) {
 		rc = EX_OSERR;
@@ -748,8 +767,8 @@ stop_rt:
 	vrt_free(rt);
 free_io:
 	vio_free(io);
-	/* Every job is finished or freed: the modules' shutdown. */
-	vjob_mod_shutdown_all();
+stop_modules:
+	vjob_mod_shutdown_all(); /* after the drain: every job finished or abandoned */
 close_agent:
 	vd_life_fini(&life);
 free_ctl:

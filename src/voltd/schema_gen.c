@@ -153,6 +153,13 @@ static void values(const struct vcfg_key *k, char *buf, size_t len)
 	vcfg__type(k)->describe(k, buf, len);
 }
 
+/* The default as the documentation writes it: a build's own default
+ * (modules.dir) by the variable it comes from. */
+static const char *doc_default(const struct vcfg_key *k)
+{
+	return k->def_doc ? k->def_doc : k->def;
+}
+
 /* The doc line as a sentence: capitalised unless it starts with a name
  * (a word with '_', e.g. io_uring or metrics_listen), with a final period. */
 static void sentence(const struct vcfg_key *k, char *buf, size_t len)
@@ -208,7 +215,7 @@ static void man_keys(struct tmpl *t)
 			printf("Values: ");
 			man_text(buf);
 			printf(". Default: ");
-			man_text(k[j].def);
+			man_text(doc_default(&k[j]));
 			printf(". %s\n", k[j].apply			 ? "Live." :
 					 (k[j].flags & VCFG_F_RELOAD) ? "On reload (SIGHUP or the control socket's reload), not by set." :
 									 "Restart only.");
@@ -234,7 +241,7 @@ static void conf_keys(struct tmpl *t)
 			printf("# %s%s. [%s]\n%s#%s = %s\n", doc, k[j].apply			 ? " (live)" :
 								   (k[j].flags & VCFG_F_RELOAD) ? " (on reload)" :
 												 "",
-			       val, tmpl_about(t, &k[j]), k[j].name, k[j].def);
+			       val, tmpl_about(t, &k[j]), k[j].name, doc_default(&k[j]));
 		}
 	}
 }

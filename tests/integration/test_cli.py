@@ -216,7 +216,13 @@ def test_no_file_runs_with_the_schema_defaults():
                 want.append("%s = %s" % (m.group(2), m.group(3)))
     assert len(want) > 30, "keys not found in conf/voltd.conf"
     want.append("configuration OK (embedded defaults)")
-    assert r.stdout.splitlines() == want
+    got = r.stdout.splitlines()
+    # A default the build chooses (modules.dir: configure's moduledir) is
+    # written as its variable in the sample: -T gives the path.
+    for i, w in enumerate(want):
+        if "$(" in w and i < len(got) and got[i].startswith(w.split("$(")[0] + "/"):
+            want[i] = got[i]
+    assert got == want
 
 
 def test_check_resolves_groups_and_rejects_clashing_addresses(tmp_path):

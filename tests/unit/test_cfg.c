@@ -4,8 +4,8 @@
  * a good file, every kind of error with its message, overrides, every
  * default, every key in man/voltd.conf.5 and conf/voltd.conf, the layers'
  * bounds against the schema's, every live key through its setter to a
- * running runtime, server, logger and module, and the built-in module's
- * keys as rows of [jobs].
+ * running runtime, server, logger and module, and a loaded module's keys
+ * (tests/modules/cfgmod.c) checked, set and reloaded like voltd's own.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +27,13 @@
 #include "voltd/control.h"
 #include <voltd/module.h>
 #include "tests/helpers/test_config.h"
+
+/* A row of a module loaded from a [module.NAME] section (not the built-in
+ * one, whose keys are documented rows of [jobs]). */
+static bool is_loaded_module(const struct vcfg_key *k)
+{
+	return strncmp(k->section, "module.", 7) == 0;
+}
 
 static int load(struct vcfg *cfg, const char *text, struct vb_strlist *err)
 {
@@ -117,6 +125,8 @@ static void test_every_default(void **state)
 	(void)state;
 	vcfg_defaults(&cfg);
 	for (size_t i = 0; i < n; i++) {
+		if (is_loaded_module(&k[i]))
+			continue; /* cfgmod's, when its test ran first */
 		vcfg_format(&cfg, &k[i], buf, sizeof(buf));
 		if (strcmp(buf, k[i].def) != 0) {
 			print_error("%s.%s: default formats as '%s', schema says '%s'\n", k[i].section,
@@ -339,7 +349,6 @@ static void test_builtin_module_keys_are_rows_of_jobs(void **state)
 		assert_int_equal(row->mod_key, i);
 		assert_string_equal(row->def, mk->def);
 		assert_ptr_equal(row->doc, mk->doc);
-		assert_ptr_equal(row->unit, mk->unit);
 		assert_true((row->apply != NULL) == ((mk->flags & VOLTD_KEY_LIVE) != 0));
 		assert_int_equal(row->type, mk->type == VOLTD_KEY_INT ? VCFG_I64 :
 					    mk->type == VOLTD_KEY_BOOL ? VCFG_BOOL : VCFG_STRING);
@@ -675,6 +684,9 @@ static void test_every_key_documented(void **state)
 	assert_non_null(man);
 	assert_non_null(conf);
 	for (size_t i = 0; i < n; i++) {
+		const char *def = k[i].def_doc ? k[i].def_doc : k[i].def;
+		if (is_loaded_module(&k[i]))
+			continue; /* voltd.conf(5) explains [module.NAME] in prose */
 		/* man: the key appears as a tagged paragraph, ".B name" */
 		snprintf(want, sizeof(want), ".B %s\n", k[i].name);
 		if (!strstr(man, want)) {
@@ -684,17 +696,212 @@ static void test_every_key_documented(void **state)
 		/* conf: "#name = default" or "name = value" under its section */
 		snprintf(want, sizeof(want), "[%s]", k[i].section);
 		char *sec = strstr(conf, want);
-		snprintf(want, sizeof(want), "\n#%s = %s\n", k[i].name, k[i].def);
+		snprintf(want, sizeof(want), "\n#%s = %s\n", k[i].name, def);
 		char *key = strstr(conf, want);
 		if (!sec || !key || key < sec) {
-			print_error("conf/voltd.conf lacks '#%s = %s' under [%s]\n", k[i].name, k[i].def,
-				    k[i].section);
+			print_error("conf/voltd.conf lacks '#%s = %s' under [%s]\n", k[i].name, def, k[i].section);
 			missing++;
 		}
 	}
 	free(man);
 	free(conf);
 	assert_int_equal(missing, 0);
+}
+
+/* ------------------------------------------------ a loaded module's keys */
+
+/* Load a configuration whose [module.cfgmod] (line 3) loads
+ * tests/modules/cfgmod.so, body after it (from line 4), with -s
+ * overrides; the module's rows join the schema for the tests after. */
+static int load_cfgmod(struct vcfg *cfg, const char *body, const char *override, struct vb_strlist *err)
+{
+	const char *b = getenv("VOLTD_BUILDDIR");
+	char text[2048];
+	int n;
+
+	snprintf(text, sizeof(text), "[modules]\ndir = %s/tests/modules\n[module.cfgmod]\n%s", b ? b : ".", body);
+	vcfg_defaults(cfg);
+	n = vcfg_load_string(cfg, "m.conf", text, err);
+	if (override)
+		n += vcfg_override(cfg, override, err);
+	return n + vcfg_load_modules(cfg, true, err);
+}
+
+static void expect_module_error(const char *body, const char *want)
+{
+	struct vcfg cfg;
+	struct vb_strlist err = { 0 };
+	int n = load_cfgmod(&cfg, body, NULL, &err);
+
+	if (n != 1 || err.n != 1 || !strstr(err.msg[0], want)) {
+		for (size_t i = 0; i < err.n; i++)
+			print_error("got: %s\n", err.msg[i]);
+		print_error("want one error containing: %s\n", want);
+		fail();
+	}
+	vb_strlist_fini(&err);
+}
+
+static void expect_key_value(const struct vcfg *cfg, const char *key, const char *value, const char *source)
+{
+	const struct vcfg_key *k = vcfg_key_named(key);
+	char buf[256];
+
+	assert_non_null(k);
+	vcfg_format(cfg, k, buf, sizeof(buf));
+	assert_string_equal(buf, value);
+	assert_string_equal(cfg->source[vcfg_key_index(k)], source);
+}
+
+static void test_module_keys_take_the_file_and_overrides(void **state)
+{
+	struct vcfg cfg;
+	struct vb_strlist err = { 0 };
+
+	(void)state;
+	assert_int_equal(load_cfgmod(&cfg, "limit = 20\ngreeting = hi there\n", "module.cfgmod.offset=-7", &err), 0);
+	expect_key_value(&cfg, "module.cfgmod.limit", "20", "m.conf:4");
+	expect_key_value(&cfg, "module.cfgmod.greeting", "hi there", "m.conf:5");
+	expect_key_value(&cfg, "module.cfgmod.offset", "-7", "-s");
+	expect_key_value(&cfg, "module.cfgmod.verbose", "off", "default");
+	expect_key_value(&cfg, "module.cfgmod.path", "cfgmod.so", "default");
+	/* Loaded again (a reload's file): the same rows, nothing opened. */
+	assert_int_equal(load_cfgmod(&cfg, "verbose = yes\n", NULL, &err), 0);
+	expect_key_value(&cfg, "module.cfgmod.verbose", "on", "m.conf:4");
+	expect_key_value(&cfg, "module.cfgmod.limit", "10", "default");
+	size_t n, rows = 0;
+	const struct vcfg_key *k = vcfg_schema(&n);
+	for (size_t i = 0; i < n; i++)
+		rows += strcmp(k[i].section, "module.cfgmod") == 0;
+	assert_int_equal(rows, 6); /* path and its five keys, once */
+	assert_int_equal(err.n, 0);
+}
+
+static void test_module_keys_are_checked_by_their_declaration(void **state)
+{
+	(void)state;
+	expect_module_error("limt = 3\n", "m.conf:4: module.cfgmod.limt: unknown key (did you mean module.cfgmod.limit?)");
+	/* the module's section takes only its keys: voltd's are not suggested */
+	expect_module_error("budget = 3\n", "m.conf:4: module.cfgmod.budget: unknown key");
+	expect_module_error("verbose = maybe\n", "m.conf:4: module.cfgmod.verbose: 'maybe' is not a boolean (use on or off)");
+	expect_module_error("limit = 12x\n", "m.conf:4: module.cfgmod.limit: '12x' is not a whole number");
+	expect_module_error("offset = -x\n", "m.conf:4: module.cfgmod.offset: '-x' is not an integer");
+	expect_module_error("limit = 1001\n", "m.conf:4: module.cfgmod.limit: 1001 is out of bounds [0, 1000]");
+	expect_module_error("limit = -1\n", "m.conf:4: module.cfgmod.limit: -1 is out of bounds [0, 1000]");
+	expect_module_error("offset = -101\n", "m.conf:4: module.cfgmod.offset: -101 is out of bounds [-100, 100]");
+	expect_module_error("offset = 99999999999999999999\n", "module.cfgmod.offset: '99999999999999999999' is not an integer");
+	expect_module_error("greeting = 12345678901234567890123456789012345678901234567890123456789012345\n",
+			    "m.conf:4: module.cfgmod.greeting: length 65 is out of bounds [0, 64]");
+	expect_module_error("limit = 1\nlimit = 2\n", "m.conf:5: module.cfgmod.limit: duplicate key (first set on line 4)");
+}
+
+static int cfgmod_load(void *ctx, struct vcfg *next, struct vb_strlist *err)
+{
+	return load_cfgmod(next, ctx, NULL, err);
+}
+
+/* `set` of a module's live key reaches the module (what its jobs read);
+ * a restart-only one is refused with the built-in keys' words, and a
+ * reload that changes one is refused whole. */
+static void test_module_live_key_set_restart_key_refused(void **state)
+{
+	struct vcfg cfg;
+	struct vb_strlist err = { 0 }, changed = { 0 }, restart = { 0 };
+	struct vd_ctl d;
+	struct vctl_hooks h;
+	char buf[64];
+	const char *file = "limit = 20\ngreeting = hi\n";
+
+	(void)state;
+	assert_int_equal(load_cfgmod(&cfg, file, NULL, &err), 0);
+	vd_ctl_init(&d, &cfg, cfgmod_load, (void *)file);
+	vd_ctl_hooks(&d, &h);
+	const struct vcfg_key *limit = vcfg_key_named("module.cfgmod.limit");
+	assert_int_equal(vcfg_start_modules(&cfg, VOLTD_INIT_CHECK, &err), 0);
+	vjob_mod_key_format(limit->mod, limit->mod_key, buf, sizeof(buf));
+	assert_string_equal(buf, "20");
+
+	char *k1[] = { "module.cfgmod.limit" }, *v1[] = { "30" };
+	assert_int_equal(h.config_set(h.ctx, 1, k1, v1, &err), 0);
+	vjob_mod_key_format(limit->mod, limit->mod_key, buf, sizeof(buf));
+	assert_string_equal(buf, "30");
+	expect_key_value(&cfg, "module.cfgmod.limit", "30", "set");
+
+	char *k2[] = { "module.cfgmod.greeting" }, *v2[] = { "bye" };
+	assert_int_equal(h.config_set(h.ctx, 1, k2, v2, &err), -EINVAL);
+	assert_non_null(strstr(err.msg[0], "module.cfgmod.greeting: cannot change while running (restart-only)"));
+	vb_strlist_fini(&err);
+
+	/* A reload of the same file puts the live key back; one that changes
+	 * greeting is refused and changes nothing. */
+	assert_int_equal(vd_ctl_reload(&d, &changed, &restart, &err), 0);
+	vjob_mod_key_format(limit->mod, limit->mod_key, buf, sizeof(buf));
+	assert_string_equal(buf, "20");
+	d.load_ctx = (void *)"limit = 40\ngreeting = bye\n";
+	assert_int_equal(vd_ctl_reload(&d, &changed, &restart, &err), -EINVAL);
+	assert_non_null(strstr(err.msg[0], "m.conf:5: module.cfgmod.greeting: hi -> bye: a module's restart-only key "
+					   "changes only at a restart"));
+	vjob_mod_key_format(limit->mod, limit->mod_key, buf, sizeof(buf));
+	assert_string_equal(buf, "20");
+	vd_ctl_fini(&d);
+	vb_strlist_fini(&err);
+	vb_strlist_fini(&changed);
+	vb_strlist_fini(&restart);
+}
+
+/* What a reload (may_open false) cannot do: open a module, drop one, or
+ * take another file for one. */
+static void test_a_reload_neither_loads_nor_unloads_a_module(void **state)
+{
+	struct vcfg cfg;
+	struct vb_strlist err = { 0 };
+	const char *b = getenv("VOLTD_BUILDDIR");
+	char text[1024];
+
+	(void)state;
+	assert_int_equal(load_cfgmod(&cfg, "", NULL, &err), 0);
+	vcfg_defaults(&cfg);
+	snprintf(text, sizeof(text), "[modules]\ndir = %s/tests/modules\n[module.cfgmod]\n[module.other]\n",
+		 b ? b : ".");
+	assert_int_equal(vcfg_load_string(&cfg, "r.conf", text, &err) + vcfg_load_modules(&cfg, false, &err), 1);
+	assert_non_null(strstr(err.msg[0], "r.conf:4: module.other: a module is loaded at start only"));
+	vb_strlist_fini(&err);
+
+	vcfg_defaults(&cfg);
+	assert_int_equal(vcfg_load_string(&cfg, "r.conf", "[log]\nlevel = info\n", &err) +
+			 vcfg_load_modules(&cfg, false, &err), 1);
+	assert_non_null(strstr(err.msg[0], "r.conf: module.cfgmod: its section is gone, but a loaded module is "
+					   "never unloaded"));
+	vb_strlist_fini(&err);
+
+	vcfg_defaults(&cfg);
+	snprintf(text, sizeof(text), "[modules]\ndir = %s/tests\n[module.cfgmod]\npath = modules/cfgmod.so\n",
+		 b ? b : ".");
+	assert_int_equal(vcfg_load_string(&cfg, "r.conf", text, &err) + vcfg_load_modules(&cfg, false, &err), 0);
+	snprintf(text, sizeof(text), "[module.cfgmod]\npath = /elsewhere/cfgmod.so\n");
+	vcfg_defaults(&cfg);
+	assert_int_equal(vcfg_load_string(&cfg, "r.conf", text, &err) + vcfg_load_modules(&cfg, false, &err), 1);
+	assert_non_null(strstr(err.msg[0], "r.conf:2: module.cfgmod.path: /elsewhere/cfgmod.so is not the file "
+					   "module cfgmod was loaded from"));
+	vb_strlist_fini(&err);
+}
+
+/* More [module.NAME] sections than voltd holds: said once, with the file. */
+static void test_too_many_module_sections(void **state)
+{
+	struct vcfg cfg;
+	struct vb_strlist err = { 0 };
+	char text[4096] = "";
+	size_t off = 0;
+
+	(void)state;
+	for (int i = 0; i <= VCFG_MAX_MODULES; i++)
+		off += (size_t)snprintf(text + off, sizeof(text) - off, "[module.m%d]\n", i);
+	vcfg_defaults(&cfg);
+	assert_int_equal(vcfg_load_string(&cfg, "many.conf", text, &err), 0);
+	assert_true(vcfg_load_modules(&cfg, true, &err) > 1); /* the 32 files are missing too */
+	assert_non_null(strstr(err.msg[0], "many.conf: more than 32 [module.NAME] sections"));
+	vb_strlist_fini(&err);
 }
 
 int main(void)
@@ -720,6 +927,12 @@ int main(void)
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_dump_roundtrip),
 		cmocka_unit_test(test_every_key_documented),
+		/* Last: cfgmod's rows stay in the schema once loaded. */
+		cmocka_unit_test(test_module_keys_take_the_file_and_overrides),
+		cmocka_unit_test(test_module_keys_are_checked_by_their_declaration),
+		cmocka_unit_test(test_module_live_key_set_restart_key_refused),
+		cmocka_unit_test(test_a_reload_neither_loads_nor_unloads_a_module),
+		cmocka_unit_test(test_too_many_module_sections),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
