@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include "tests/helpers/io_harness.h"
 #include "base/time.h"
@@ -32,7 +33,7 @@ static uint64_t seed(void)
 	return s ? strtoull(s, NULL, 0) : (uint64_t)vb_now_ns();
 }
 
-static void print_io_stats(struct ioh *h, struct vio_worker_stats *sum)
+static void sum_io_stats(struct ioh *h, struct vio_worker_stats *sum, bool print)
 {
 	struct vio_worker_stats ws[16];
 	unsigned n = vio_stats_snapshot(h->io, ws, 16);
@@ -44,13 +45,39 @@ static void print_io_stats(struct ioh *h, struct vio_worker_stats *sum)
 
 		line[0] = '\0';
 		vb_metric_format(line, sizeof(line), &off, vio_worker_metrics, vio_worker_metrics_n, &ws[i]);
-		print_message("#  worker %u: %s\n", i, line);
+		if (print)
+			print_message("#  worker %u: %s\n", i, line);
 		sum->accepts += ws[i].accepts;
 		sum->cq_overflow += ws[i].cq_overflow;
 		sum->send_partial += ws[i].send_partial;
 		sum->bufs_out += ws[i].bufs_out;
 		sum->eagain_retries += ws[i].eagain_retries;
 	}
+}
+
+static void print_io_stats(struct ioh *h, struct vio_worker_stats *sum)
+{
+	sum_io_stats(h, sum, true);
+}
+
+/* Every provided buffer goes back to its ring. A buffer that a connection
+ * on another worker released last waits in its owner's return stack until
+ * the owner's next service pass, which the return's wake-up ([B3]) brings
+ * soon but not before the test thread can look: wait for it (a hang
+ * guard, not a bound). */
+static void wait_bufs_back(struct ioh *h, struct vio_worker_stats *sum)
+{
+	int64_t t0 = vb_now_ns();
+	uint64_t first = sum->bufs_out;
+
+	while (sum->bufs_out != 0 && vb_now_ns() - t0 < 10000 * VB_NS_PER_MS) {
+		usleep(1000);
+		sum_io_stats(h, sum, false);
+	}
+	if (first)
+		print_message("# %lu provided buffers were still on their way back; %lu out after %.1f ms\n",
+			      (unsigned long)first, (unsigned long)sum->bufs_out,
+			      (double)(vb_now_ns() - t0) / 1e6);
 }
 
 /* Returns the EAGAIN retries of an io_uring run, or -1 on libev. */
@@ -111,6 +138,7 @@ static int64_t run_echo(const struct vio_config *vcfg, unsigned threads, unsigne
 	assert_int_equal(e.errors, 0);
 	assert_int_equal(sum.accepts, e.accepted);
 	assert_int_equal(sum.cq_overflow, 0);
+	wait_bufs_back(&h, &sum);
 	assert_int_equal(sum.bufs_out, 0); /* every provided buffer went back */
 	eagain = strcmp(vio_backend_name(h.io), "uring") == 0 ? (int64_t)sum.eagain_retries : -1;
 	ioh_stop(&h);
