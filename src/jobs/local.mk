@@ -34,3 +34,9 @@ TESTS += tests/stress/stress_jobs
 TSAN_TESTS += tests/stress/stress_jobs tests/unit/test_jobs_host
 tests_stress_stress_jobs_SOURCES = tests/stress/stress_jobs.c
 tests_stress_stress_jobs_LDADD = $(VOLT_ALL_LIBS)
+
+# Modules in a running voltd (pytest, once per I/O backend), with the test
+# modules of tests/modules; test_alloc.py counts a module kind's requests.
+TESTS += tests/integration/test_modules.py
+EXTRA_DIST += tests/integration/test_modules.py
+tests/integration/test_modules.log tests/integration/test_alloc.log: tests/modules/good.so tests/modules/many.so

@@ -4,7 +4,9 @@ voltd with tests/helpers/malloc_count.so preloaded (it counts every malloc,
 calloc, realloc and aligned allocation of the process into a shared file),
 real keep-alive clients on loopback. After a warm-up, 10,000 requests of
 workload A (GET /healthz) and of workload B's light class (GET
-/v1/spin?n=1000) cost no allocation, amortised: the per-worker caches hold
+/v1/spin?n=1000), and spin's loop as a loaded module's kind
+(/good/spin?n=1000, tests/modules/good.so: a module kind costs what a
+built-in one costs), cost no allocation, amortised: the per-worker caches hold
 the parsers, slots, batches, jobs and job memory, and a parser keeps its
 last request's memory. Four connections share the work, so connections
 move between the two workers and objects are freed on another worker than
@@ -81,7 +83,9 @@ def counted(voltd, tmp_path):
         pytest.skip("sanitizer build (a build option): its runtime owns malloc, no interposer can count")
     counts = tmp_path / "malloc.count"
     counts.write_bytes(b"\0" * 4096)
-    d = voltd(env={"LD_PRELOAD": MALLOC_COUNT, "VOLTD_MALLOC_COUNT": str(counts)})
+    conf = tmp_path / "modules.conf"
+    conf.write_text("[module.good]\npath = %s\n" % os.path.join(BUILDDIR, "tests", "modules", "good.so"))
+    d = voltd("-c", str(conf), env={"LD_PRELOAD": MALLOC_COUNT, "VOLTD_MALLOC_COUNT": str(counts)})
     with open(counts, "r+b") as f:
         m = mmap.mmap(f.fileno(), 4096)
         # The interposer is live: starting the daemon allocated.
@@ -113,8 +117,10 @@ def check(what, n, count, d, sp0):
         what, n, count, made)
 
 
-@pytest.mark.parametrize("target", ["/healthz", "/v1/spin?n=1000"])
+@pytest.mark.parametrize("target", ["/healthz", "/v1/spin?n=1000", "/good/spin?n=1000"])
 def test_no_allocation_per_request(counted, target):
+    """A module kind (tests/modules/good.so: spin's loop, written against
+    <voltd/module.h>) costs what the built-in kind costs."""
     d, allocations = counted
     clients = [Client(d.port, target) for _ in range(CONNS)]
     run(clients, WARM)
