@@ -368,6 +368,13 @@ static int print_response(const struct opts *o, const char *method, const struct
 	for (size_t i = 0; i < r->hdrs_len; i++)
 		if (r->hdrs[i] != '\r')
 			putchar(r->hdrs[i]);
+	/* As voltd sends it: a status without a body (204, 304) has no
+	 * Content-Length either; HEAD gets the Content-Length of the body it
+	 * does not get. */
+	if (!vhttp_status_has_body(r->status)) {
+		printf("\n");
+		return fflush(stdout) == 0 ? 0 : EX_IOERR;
+	}
 	printf("Content-Length: %zu\n\n", r->body_len);
 	if (strcmp(method, "HEAD") == 0 || !r->body_len)
 		return fflush(stdout) == 0 ? 0 : EX_IOERR;

@@ -5,7 +5,8 @@
  * voltd does and report what a kind did: probe_echo answers what it was
  * given (method, path, query, the header fields in order and one by name,
  * the body), probe_prefix its path under a prefix route, probe_fail fails
- * its step (-EIO), probe_slow runs one step of 30 ms (over any slice). Its
+ * its step (-EIO), probe_slow runs one step of 30 ms (over any slice),
+ * probe_status answers the status its query asks for with a body. Its
  * key limit is there to be set, or refused.
  */
 #include <voltd/module.h>
@@ -76,12 +77,23 @@ static int slow_step(struct voltd_job *job, void *state, int64_t deadline_ns)
 	return voltd->respondf(job, 200, "slow\n");
 }
 
+static int status_step(struct voltd_job *job, void *state, int64_t deadline_ns)
+{
+	uint64_t status = 200;
+
+	(void)state;
+	(void)deadline_ns;
+	voltd->query_u64(job, "s", &status);
+	return voltd->respondf(job, (int)status, "status %d\n", (int)status);
+}
+
 static const struct voltd_kind kinds[] = {
 	{ .name = "probe_echo", .route = "/t/echo", .methods = "POST, PUT", .step = echo_step },
 	{ .name = "probe_prefix", .route = "/t/p/", .methods = "GET", .flags = VOLTD_KIND_PREFIX,
 	  .step = prefix_step },
 	{ .name = "probe_fail", .route = "/t/fail", .methods = "GET", .step = fail_step },
 	{ .name = "probe_slow", .route = "/t/slow", .methods = "GET", .step = slow_step },
+	{ .name = "probe_status", .route = "/t/status", .methods = "GET, HEAD", .step = status_step },
 	{ .name = NULL },
 };
 

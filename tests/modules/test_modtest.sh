@@ -6,6 +6,8 @@
 #   header fields in order and by name, the body) and the response comes
 #   back (status line, the kind's header fields, Content-Length, body);
 # - routing as voltd's: a prefix route, 405 and 404 are exit 2;
+# - a HEAD request gets the head with the body's Content-Length, no body; a
+#   204 neither;
 # - a kind that fails (-EIO) is voltd's 500 and exit 1; a step of 30 ms
 #   against --max-step-us 1000 is exit 1 (over budget), and without the
 #   option exit 0;
@@ -77,6 +79,15 @@ run 2 "$work/probe.so" probe_prefix --path /t/q
 grep -q 'voltd answers 404' "$work/err" || fail "404: $(cat "$work/err")"
 run 2 "$work/probe.so" probe_nothing
 run 2 "$work/probe.so" probe_echo --header 'no colon'
+
+# HEAD, and a status without a body.
+run 0 "$work/probe.so" probe_status --method HEAD
+has out 'HTTP/1.1 200 OK'
+has out 'Content-Length: 11'
+grep -q '^status' "$work/out" && fail "HEAD: a body: $(cat "$work/out")"
+run 0 "$work/probe.so" probe_status --query s=204
+has out 'HTTP/1.1 204 No Content'
+grep -q '^Content-Length\|^status' "$work/out" && fail "204: a Content-Length or a body: $(cat "$work/out")"
 
 # Failures and budgets.
 run 1 "$work/probe.so" probe_fail
