@@ -3,7 +3,8 @@
 # The tree holds sources only (issue 21):
 # - no tracked file is a build output: objects, archives, executables (by
 #   their first bytes: ELF, ar), logs, test results, autotools outputs,
-#   the build's generated files, packages;
+#   the build's generated files, packages (the example modules' own
+#   Makefiles are sources);
 # - .gitignore is complete: every file the build tree this test runs in
 #   ($VOLTD_BUILDDIR, else the current directory when it holds
 #   config.status) made would be ignored at the same place in the source
@@ -37,8 +38,12 @@ outputs() {
 	grep -E '(^|/)(.*\.(o|lo|a|la|so|gcda|gcno|trs|log|out|deb|ddeb|changes|buildinfo|dsc|tar\.[a-z0-9]+)|core(\.[0-9]+)?|vgcore\.[0-9]+|a\.out|Makefile|Makefile\.in|configure|config\.status|config\.h|config\.h\.in|stamp-h[0-9]*|aclocal\.m4|libtool|\.dirstamp|ctl-schemas\.inc|voltd-defaults\.h|crash-[0-9a-f]+|leak-[0-9a-f]+|timeout-[0-9a-f]+)$|(^|/)(\.deps|autom4te\.cache|build-aux|__pycache__|\.pytest_cache)/'
 }
 
+# The example modules' Makefiles are sources: each example is built out of
+# the tree by its own.
+sources() { grep -v '^examples/modules/[^/]*/Makefile$'; }
+
 # 1. Tracked files: by name, then by content.
-git -C "$top" ls-files | outputs | sed 's/$/: a build output is tracked (git rm --cached it; .gitignore it)/' >>"$errs"
+git -C "$top" ls-files | sources | outputs | sed 's/$/: a build output is tracked (git rm --cached it; .gitignore it)/' >>"$errs"
 git -C "$top" ls-files -z | (cd "$top" && xargs -0 -r sh -c '
 	for f; do
 		[ -f "$f" ] && [ ! -L "$f" ] || continue
@@ -60,7 +65,7 @@ if [ -f "$b/config.status" ] && [ "$(cd "$b" && pwd)" != "$top" ]; then
 else
 	echo "test_tree: no build tree here (no config.status in ${VOLTD_BUILDDIR:-$PWD}): only untracked files checked for .gitignore" >"$list.msg"
 fi
-git -C "$top" ls-files --others --exclude-standard | outputs |
+git -C "$top" ls-files --others --exclude-standard | sources | outputs |
 	sed 's/$/: looks like a build output, untracked and not in .gitignore/' >>"$errs"
 
 # 3. Nothing points outside the repository.
