@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Checks the Debian package scripts/deb built: its contents, its conffiles,
-# the maintainer scripts' order and which units an upgrade restarts, the
-# dependencies shlibs computed, the packaged voltd itself (run from the
-# extracted .deb), lintian clean (no error, no warning, no unused override),
-# and debian/control's Build-Depends against scripts/packages.txt.
+# Checks the Debian packages scripts/deb built, voltd and voltd-dev: their
+# contents, voltd's conffiles, the maintainer scripts' order and which units
+# an upgrade restarts, the dependencies shlibs computed, what voltd provides
+# (voltd-abi-MAJOR, the header's major) and the module directory it makes,
+# the packaged programs themselves (run from the extracted .debs), lintian
+# clean (no error, no warning, no unused override), and debian/control's
+# Build-Depends against scripts/packages.txt.
 # Prints one "PASS: name" or "FAIL: name" line per check (what differs
 # follows a FAIL); exits 1 when a check failed, 99 when there is no package.
 # Usage: test_deb.sh [DIR] (default build-deb/, where scripts/deb builds).
@@ -14,9 +16,12 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${1:-$top/build-deb}
 version=$(dpkg-parsechangelog -l "$top/debian/changelog" -SVersion)
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 deb=$dir/voltd_${version}_${arch}.deb
+dev=$dir/voltd-dev_${version}_${arch}.deb
 changes=$dir/voltd_${version}_${arch}.changes
-[ -f "$deb" ] && [ -f "$changes" ] || { echo "no $deb or $changes: run scripts/deb first" >&2; exit 99; }
+[ -f "$deb" ] && [ -f "$dev" ] && [ -f "$changes" ] ||
+	{ echo "no $deb, $dev or $changes: run scripts/deb first" >&2; exit 99; }
 
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
@@ -70,10 +75,47 @@ docs >"$tmp/want" <<'EOF'
 EOF
 dpkg-deb --fsys-tarfile "$deb" | tar -tvf - | awk '$1 !~ /^d/ { print $6 }' | docs >"$tmp/have"
 diff "$tmp/want" "$tmp/have" >"$tmp/diag"
-check "contents: the files the package ships"
+check "contents: the files voltd ships"
 
-dpkg-deb --fsys-tarfile "$deb" | tar -tvf - | awk '$1 !~ /^d/ && $2 != "root/root" { print }' >"$tmp/diag"
+# voltd-dev: what a module is built and tested with; the examples are not
+# compressed (dh_compress leaves examples/ alone), so their Makefiles run.
+LC_ALL=C sort >"$tmp/want" <<EOF2
+./usr/bin/voltd-modtest
+./usr/include/voltd/module.h
+./usr/lib/$multiarch/pkgconfig/voltd.pc
+./usr/share/doc/voltd-dev/changelog.gz
+./usr/share/doc/voltd-dev/copyright
+./usr/share/doc/voltd-dev/examples/modules/README.md
+./usr/share/doc/voltd-dev/examples/modules/count/Makefile
+./usr/share/doc/voltd-dev/examples/modules/count/README.md
+./usr/share/doc/voltd-dev/examples/modules/count/count.c
+./usr/share/doc/voltd-dev/examples/modules/delay/Makefile
+./usr/share/doc/voltd-dev/examples/modules/delay/README.md
+./usr/share/doc/voltd-dev/examples/modules/delay/delay.c
+./usr/share/doc/voltd-dev/examples/modules/hello/Makefile
+./usr/share/doc/voltd-dev/examples/modules/hello/README.md
+./usr/share/doc/voltd-dev/examples/modules/hello/hello.c
+./usr/share/doc/voltd-dev/examples/modules/journal/Makefile
+./usr/share/doc/voltd-dev/examples/modules/journal/README.md
+./usr/share/doc/voltd-dev/examples/modules/journal/journal.c
+./usr/share/man/man1/voltd-modtest.1.gz
+./usr/share/man/man7/voltd-module.7.gz
+EOF2
+dpkg-deb --fsys-tarfile "$dev" | tar -tvf - | awk '$1 !~ /^d/ { print $6 }' | LC_ALL=C sort >"$tmp/have"
+diff "$tmp/want" "$tmp/have" >"$tmp/diag"
+check "contents: the files voltd-dev ships"
+
+for d in "$deb" "$dev"; do
+	dpkg-deb --fsys-tarfile "$d" | tar -tvf - | awk '$1 !~ /^d/ && $2 != "root/root" { print }' >>"$tmp/diag"
+done
 check "contents: every file owned by root"
+
+# voltd makes the module directory, empty: voltd.conf's [modules] dir.
+dpkg-deb --fsys-tarfile "$deb" | tar -tvf - | awk '{ print $1, $2, $6 }' |
+	grep -x "drwxr-xr-x root/root ./usr/lib/$multiarch/voltd/modules/" >/dev/null ||
+	echo "no directory ./usr/lib/$multiarch/voltd/modules/ (root, 0755) in voltd" >>"$tmp/diag"
+dpkg-deb --fsys-tarfile "$deb" | tar -tf - | grep "^\./usr/lib/$multiarch/voltd/modules/." >>"$tmp/diag"
+check "voltd: the module directory, empty"
 
 # 2. Conffiles: the configuration, nothing else (an edited voltd.conf is
 # kept by dpkg across upgrades).
@@ -125,7 +167,7 @@ grep -q 'rm -rf "${DPKG_ROOT:-}/run/voltd"' "$tmp/ctl/postrm" || echo "postrm le
 check "postrm: removes /run/voltd"
 
 # 4. Dependencies: computed by shlibs (debian/control names none by hand).
-ctl_depends=$(sed -n '/^Package: voltd/,/^$/p' "$top/debian/control" |
+ctl_depends=$(sed -n '/^Package: voltd$/,/^$/p' "$top/debian/control" |
 	awk '/^Depends:/ { on = 1; sub(/^Depends:/, "") } on && /^[A-Z]/ && !/^Depends:/ { on = 0 } on' | tr -d ' \n')
 [ "$ctl_depends" = '${misc:Depends},${shlibs:Depends},' ] ||
 	echo "debian/control Depends is '$ctl_depends', not \${misc:Depends}, \${shlibs:Depends}" >>"$tmp/diag"
@@ -134,6 +176,17 @@ for lib in libc6 liburing2 libev4 libinih1 libjansson4 libssl3 libsystemd0 zlib1
 	case ", $deps" in *", $lib "*) ;; *) echo "Depends lacks $lib: $deps" >>"$tmp/diag" ;; esac
 done
 check "Depends: from shlibs (liburing2, libev4, ...)"
+
+# What voltd provides: voltd-abi-MAJOR, MAJOR the header's; voltd-dev's
+# dependencies are computed too, voltd only suggested (a module builds
+# without the daemon).
+major=$(sed -n 's/^#define VOLTD_MODULE_ABI_MAJOR \([0-9]*\)$/\1/p' "$top/include/voltd/module.h")
+[ "$(dpkg-deb -f "$deb" Provides)" = "voltd-abi-$major" ] ||
+	echo "voltd Provides '$(dpkg-deb -f "$deb" Provides)', not voltd-abi-$major" >>"$tmp/diag"
+case ", $(dpkg-deb -f "$dev" Depends)" in *", libc6 "*) ;; *) echo "voltd-dev Depends lacks libc6: $(dpkg-deb -f "$dev" Depends)" >>"$tmp/diag" ;; esac
+[ "$(dpkg-deb -f "$dev" Suggests)" = "voltd (= $version)" ] ||
+	echo "voltd-dev Suggests '$(dpkg-deb -f "$dev" Suggests)', not voltd (= $version)" >>"$tmp/diag"
+check "Provides: voltd-abi-$major; voltd-dev's dependencies"
 
 # 5. The packaged programs and units, extracted: voltd runs and accepts the
 # shipped configuration; the service names the installed paths.
@@ -147,8 +200,19 @@ grep -qx 'ExecStart=/usr/sbin/voltd -f -c /etc/voltd/voltd.conf' "$tmp/root/lib/
 	echo "voltd.service: ExecStart is not /usr/sbin/voltd -f -c /etc/voltd/voltd.conf" >>"$tmp/diag"
 check "the packaged voltd, voltctl and voltd.service"
 
-# 6. lintian: no error or warning (an overridden tag shows as O:), and every
-# override in debian/voltd.lintian-overrides still matches a tag.
+# voltd-dev, extracted: voltd-modtest runs, voltd.pc names the packaged
+# header and the module directory voltd makes.
+dpkg-deb -x "$dev" "$tmp/dev"
+"$tmp/dev/usr/bin/voltd-modtest" --version >"$tmp/out" 2>&1 && grep -q "^voltd-modtest $version " "$tmp/out" ||
+	{ echo "voltd-modtest --version:"; cat "$tmp/out"; } >>"$tmp/diag"
+pc=$tmp/dev/usr/lib/$multiarch/pkgconfig/voltd.pc
+grep -qx 'includedir=/usr/include' "$pc" && grep -qx "moduledir=/usr/lib/$multiarch/voltd/modules" "$pc" &&
+	grep -qx "Version: $version" "$pc" || { echo "voltd.pc:"; cat "$pc"; } >>"$tmp/diag"
+check "the packaged voltd-modtest and voltd.pc"
+
+# 6. lintian, both packages: no error or warning (an overridden tag shows
+# as O:), and every override in debian/*.lintian-overrides still matches a
+# tag.
 lintian --pedantic --display-info --show-overrides "$changes" >"$tmp/lint" 2>&1
 grep -E '^[EW]: |unused-override|mismatched-override' "$tmp/lint" >"$tmp/diag"
 grep -q '^O: voltd: package-supports-alternative-init-but-no-init.d-script' "$tmp/lint" ||
