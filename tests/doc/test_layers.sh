@@ -10,7 +10,7 @@
 #   "dir/name.h" (the public header: <voltd/module.h>, as a module spells
 #   it), and an #include of a macro is refused;
 # - it includes another layer's internal.h, or a file outside src/ and include/;
-# - an external header is included outside the place the table names;
+# - an external header is included outside the places the table names;
 # - a directory under src/ is missing from the table;
 # - the table allows an edge no file uses (the table is the edges used: a new
 #   one is a decision written there), or a layer uses one listed after it
@@ -65,14 +65,18 @@ for dirpath in $(echo "$layers" | awk '$1 ~ /\// { print $1 }' | sed "s|^|$top/|
 			case $res in
 			-)
 				# Not ours: an external header is kept to its place.
-				echo "$externals" | while read -r ext place; do
+				echo "$externals" | while read -r ext places; do
 					[ -n "$ext" ] || continue
 					case "/$raw" in */"$ext"*) ;; *) continue ;; esac
-					case $place in
-					*/) case $rel in "$place"*) continue ;; esac ;;
-					*) [ "$rel" = "$place" ] && continue ;;
-					esac
-					echo "$at: includes <$raw>: only $place may (doc/layers.txt)" >>"$errs"
+					ok=
+					for place in $places; do
+						case $place in
+						*/) case $rel in "$place"*) ok=1 ;; esac ;;
+						*) [ "$rel" = "$place" ] && ok=1 ;;
+						esac
+					done
+					[ -n "$ok" ] && continue
+					echo "$at: includes <$raw>: only $(echo $places | sed 's/ /, /g') may (doc/layers.txt)" >>"$errs"
 				done
 				continue ;;
 			src/*)
