@@ -3,7 +3,7 @@
  * io/internal.h: what the files of src/io share: the driver and worker
  * structures, the backend interface (uring.c, evloop.c), the operation state
  * word, the per-worker mailbox, timers and provided buffers. Private to
- * src/io (tests excepted). liburing.h and ev.h stay in their backend file.
+ * src/io (tests excepted). liburing.h and ev.h stay in their backend's files.
  *
  * Threading: a struct vio_worker is owned by its worker thread; other threads
  * touch only park_state (unpark), mbox (cancel/arm requests), buf_returns
@@ -221,7 +221,7 @@ struct vio_backend_ops {
 extern const struct vio_backend_ops vio__uring_ops;
 extern const struct vio_backend_ops vio__ev_ops;
 
-/* uring.c: can io_uring be used with io->cfg? 0 (io->uring_flags and
+/* uring_setup.c: can io_uring be used with io->cfg? 0 (io->uring_flags and
  * io->pbuf_ok set, `why` describes the setup) or -errno (`why` says why). */
 int vio__uring_probe(struct vio *io, char *why, size_t whylen);
 /* Test hook: IORING_FEAT_* bits the probe and the rings pretend the kernel

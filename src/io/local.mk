@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # src/io: sources, tests and benchmarks of this layer (included by Makefile.am).
-# liburing.h and ev.h are included only by uring.c and evloop.c.
+# liburing.h and ev.h are included only by the io_uring backend (uring.h,
+# uring_setup.c, uring.c) and evloop.c.
 libvolt_a_SOURCES += \
 	src/io/io.h src/io/internal.h \
 	src/io/driver.c \
@@ -8,7 +9,7 @@ libvolt_a_SOURCES += \
 	src/io/conn.c \
 	src/io/timer.c \
 	src/io/listener.c \
-	src/io/uring.c \
+	src/io/uring.h src/io/uring_setup.c src/io/uring.c \
 	src/io/evloop.c
 
 # ------------------------------------------------------------------ tests

@@ -1,23 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * io/uring.c: the io_uring backend. One ring per worker, created on the
- * control thread disabled (IORING_SETUP_R_DISABLED) so that the worker
- * thread that enables it becomes its single issuer; a provided-buffer ring
- * (group 0) per worker for multishot recv, registered by hand (liburing 2.3
- * has no io_uring_setup_buf_ring); an eventfd read kept armed while the
- * worker sleeps so that unpark ends io_uring_enter. With fixed_files, a
- * sparse registered-file table per ring: a connection's descriptor is put
- * at slot fd by its first operation's worker (fx_install), whose later
- * receives and sends on this ring then say IOSQE_FIXED_FILE; the slot is
- * cleared on this ring before the descriptor closes (fx_clear). An update
- * is an SQE that rides the next enter (no system call of its own) and posts
- * a CQE only when it fails (IOSQE_CQE_SKIP_SUCCESS); the SQ is issued in
- * order, so an update is in the table before any later SQE of the ring
- * looks it up.
+ * io/uring.c: the io_uring backend's hot path (the backend is described in
+ * uring.h; its set-up is uring_setup.c): submission and the enters, the
+ * registered-file table in use, operations, listeners, completions in CQ
+ * order, and the worker's poll, flush, wait and kick.
  *
  * Threading: every function here runs on the ring's worker thread, except
- * worker_init / worker_fini (control thread, ring disabled or workers gone),
- * kick (any thread: writes the eventfd) and the probe.
+ * kick (any thread: writes the eventfd).
  *
  * Ordering: the ring itself is single-threaded (SINGLE_ISSUER); the kernel
  * side is ordered by liburing. The provided-buffer ring's tail is published
@@ -26,50 +15,27 @@
  */
 #include "config.h"
 
-#include "io/internal.h"
+#include "io/uring.h"
 #include "base/histogram.h"
 #include "base/time.h"
 
 #include <errno.h>
 #include <liburing.h>
 #include <signal.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* user_data: a pointer (8-byte aligned) with a tag in the low bits. */
-enum {
-	TAG_OP = 0,     /* struct vio_op, one-shot */
-	TAG_MS = 1,     /* struct vio_op, multishot recv */
-	TAG_LSOCK = 2,  /* struct vio_lsock, accept */
-	TAG_WAKE = 3,   /* the eventfd read */
-	TAG_IGNORE = 4, /* cancel requests: result not needed */
-	TAG_FX = 5,     /* a registered-file update that failed (slot << 3) */
-};
-#define TAG_MASK 7u
-
-#define BGID 0
 #define REAP_BATCH 64
 
-/* Kernel 6.12's min-timeout wait (io_uring_getevents_arg.min_wait_usec,
- * `pad` in liburing 2.3's header). */
-#ifndef IORING_FEAT_MIN_TIMEOUT
-#define IORING_FEAT_MIN_TIMEOUT (1U << 15)
-#endif
 /* How long a park that submitted quiet sends waits for one completion
  * more than those sends (ur_wait). */
 #define QUIET_WAIT_US 1000
 
-/* Test hook (internal.h): feature bits to hide from the probe and from
- * liburing, as an older kernel would not report them. Set before vio_new. */
-uint32_t vio__uring_hide_features;
-/* Test hook (internal.h): get_sqe treats a full SQ as the kernel's -EBUSY
- * (its CQ must be emptied before it takes more submissions). */
+/* Test hook (internal.h): vio__uring_get_sqe treats a full SQ as the
+ * kernel's -EBUSY (its CQ must be emptied before it takes more
+ * submissions). */
 bool vio__uring_test_sq_busy;
 /* Test hook (internal.h): this many receives and sends in 1000 end with
  * -EAGAIN without reaching the kernel (a NOP stands in for them), as the
@@ -78,240 +44,13 @@ uint32_t vio__uring_test_eagain_permille;
 
 static struct vb_ratelimit fx_rl = VB_RATELIMIT_INIT(5000, 3);
 
-struct vio_uring_w {
-	struct io_uring ring;
-	int efd;
-	uint64_t efd_val;
-	bool efd_armed;
-	bool stopping;              /* worker_stop: cancel and drain */
-	uint32_t inflight;          /* requests whose final CQE is due */
-	uint64_t io_cqes;           /* CQEs other than wakeups and cancel results */
-	/* CQEs taken off the CQ but not yet dispatched, in CQ order: reap
-	 * dispatches from here; get_sqe only appends (see stash_cqes). */
-	struct io_uring_cqe *cq_stash;
-	unsigned stash_head, stash_tail, stash_cap;
-	bool dispatching;           /* inside cqe_dispatch (nesting is a bug) */
-	bool min_wait;              /* the kernel has IORING_FEAT_MIN_TIMEOUT */
-	bool submit_due;            /* a poll left SQEs queued: the next flush submits them */
-	int64_t sq_since;           /* when the oldest unsubmitted SQE was taken */
-	int64_t reap_ns;            /* when the current reap began */
-	int64_t collected_ns;       /* when the last enter that collected completions returned */
-	uint64_t test_rng;          /* vio__uring_test_eagain_permille's draws */
-	struct io_uring_buf_ring *br;
-	size_t br_bytes, buf_bytes;
-	unsigned br_mask;
-	/* Registered-file table: fx_on[fd] says slot fd holds descriptor fd
-	 * (set when its install is queued, cleared when its clear is); the
-	 * descriptor stays open while it is set (see conn.c). NULL: none. */
-	uint8_t *fx_on;
-	uint32_t fx_n;              /* slots */
-};
-
-static struct vio_uring_w *uw_of(struct vio_worker *w)
-{
-	return w->be;
-}
-
-static uint64_t ud(const void *p, unsigned tag)
-{
-	return (uint64_t)(uintptr_t)p | tag;
-}
-
-static const struct {
-	uint8_t op;
-	const char *name;
-} required_ops[] = {
-	{ IORING_OP_RECV, "RECV" },
-	{ IORING_OP_SEND, "SEND" },
-	{ IORING_OP_SENDMSG, "SENDMSG" },
-	{ IORING_OP_ACCEPT, "ACCEPT" },
-	{ IORING_OP_CLOSE, "CLOSE" },
-	{ IORING_OP_ASYNC_CANCEL, "ASYNC_CANCEL" },
-	{ IORING_OP_READ, "READ" },
-};
-
-/* fixed_files: can this kernel keep a sparse registered-file table, update
- * it from the SQ without a CQE on success, and close a slot? NULL (yes) or
- * what it lacks. */
-static const char *fixed_files_lack(struct io_uring *ring, const struct io_uring_params *p,
-				    const struct io_uring_probe *probe)
-{
-	if (!(p->features & IORING_FEAT_CQE_SKIP))
-		return "IORING_FEAT_CQE_SKIP";
-	if (!io_uring_opcode_supported(probe, IORING_OP_FILES_UPDATE))
-		return "IORING_OP_FILES_UPDATE";
-	/* Sparse tables (5.19) come after closing a slot (5.15). */
-	if (io_uring_register_files_sparse(ring, 1) < 0)
-		return "sparse registered files";
-	io_uring_unregister_files(ring);
-	return NULL;
-}
-
-/* Setup flags, best first; the probe keeps the first the kernel accepts.
- * A single issuer ring starts disabled so the worker thread enables it. */
-static const unsigned flag_ladder[] = {
-	IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
-		IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_R_DISABLED,
-	IORING_SETUP_SUBMIT_ALL | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_COOP_TASKRUN |
-		IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_R_DISABLED,
-	IORING_SETUP_SUBMIT_ALL | IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
-	IORING_SETUP_COOP_TASKRUN,
-	0,
-};
-
-/*
- * CQ size: every in-flight request can post its final CQE, every provided
- * buffer one more, between two reaps. 8 x the SQ plus the buffers covers
- * the busy case; the kernel's cap is 64 Ki. FEAT_NODROP (required) keeps a
- * CQE that would not fit; cq_overflow in the stats counts such moments.
- */
-static unsigned cq_entries(const struct vio_config *cfg)
-{
-	unsigned want = cfg->ring_entries * 8 + cfg->recv_buffers, n = 1;
-
-	while (n < want && n < 65536)
-		n <<= 1;
-	return n;
-}
-
-static int ring_init(const struct vio_config *cfg, unsigned flags, struct io_uring *ring,
-		     struct io_uring_params *p)
-{
-	memset(p, 0, sizeof(*p));
-	p->flags = flags | IORING_SETUP_CQSIZE;
-	p->cq_entries = cq_entries(cfg);
-	return io_uring_queue_init_params(cfg->ring_entries, ring, p);
-}
-
-static void flags_text(unsigned f, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s%s%s%s",
-		 f & IORING_SETUP_SINGLE_ISSUER ? "single_issuer," : "",
-		 f & IORING_SETUP_DEFER_TASKRUN ? "defer_taskrun," :
-		 f & IORING_SETUP_COOP_TASKRUN ? "coop_taskrun," : "",
-		 f & IORING_SETUP_TASKRUN_FLAG ? "taskrun_flag," : "",
-		 f & IORING_SETUP_SUBMIT_ALL ? "submit_all" : "");
-}
-
-/* Register a buffer ring of `entries` at `br`: what liburing >= 2.4 calls
- * io_uring_setup_buf_ring, by hand. */
-static int buf_ring_register(struct io_uring *ring, struct io_uring_buf_ring *br,
-			     unsigned entries)
-{
-	struct io_uring_buf_reg reg;
-
-	memset(&reg, 0, sizeof(reg));
-	reg.ring_addr = (uint64_t)(uintptr_t)br;
-	reg.ring_entries = entries;
-	reg.bgid = BGID;
-	io_uring_buf_ring_init(br);
-	return io_uring_register_buf_ring(ring, &reg, 0);
-}
-
-/* The park's wait with quiet sends (ur_wait) needs the kernel's
- * min-timeout wait; without it a keep-alive request costs two enters. */
-static const char *min_timeout_text(const struct io_uring_params *p)
-{
-	return p->features & IORING_FEAT_MIN_TIMEOUT ? "; min-timeout wait" : "";
-}
-
-int vio__uring_probe(struct vio *io, char *why, size_t whylen)
-{
-	const struct vio_config *cfg = &io->cfg;
-	struct io_uring ring;
-	struct io_uring_params p;
-	struct io_uring_probe *probe;
-	char ftext[96], fxtext[64];
-	const char *lack = NULL;
-	unsigned i, flags = 0;
-	int r = -EINVAL;
-
-	for (i = 0; i < VB_ARRAY_SIZE(flag_ladder); i++) {
-		flags = flag_ladder[i];
-		r = ring_init(cfg, flags, &ring, &p);
-		if (r != -EINVAL)
-			break;
-	}
-	if (r < 0) {
-		snprintf(why, whylen, "io_uring_setup: %s", strerror(-r));
-		return r;
-	}
-	p.features &= ~vio__uring_hide_features;
-	/* Every feature the backend relies on, or libev: NODROP (a CQE is
-	 * never lost when the CQ is full) and EXT_ARG (the park's timed wait
-	 * passes its timeout to io_uring_enter; without it liburing queues a
-	 * timeout request of its own whose CQE is not ours, 5.6-5.10). */
-	if (!(p.features & IORING_FEAT_NODROP)) {
-		snprintf(why, whylen, "kernel lacks IORING_FEAT_NODROP");
-		r = -EOPNOTSUPP;
-		goto out;
-	}
-	if (!(p.features & IORING_FEAT_EXT_ARG)) {
-		snprintf(why, whylen, "kernel lacks IORING_FEAT_EXT_ARG (timed waits)");
-		r = -EOPNOTSUPP;
-		goto out;
-	}
-	probe = io_uring_get_probe_ring(&ring);
-	if (!probe) {
-		snprintf(why, whylen, "io_uring opcode probe failed");
-		r = -EOPNOTSUPP;
-		goto out;
-	}
-	for (i = 0; i < VB_ARRAY_SIZE(required_ops); i++) {
-		if (!io_uring_opcode_supported(probe, required_ops[i].op)) {
-			snprintf(why, whylen, "kernel lacks IORING_OP_%s", required_ops[i].name);
-			r = -EOPNOTSUPP;
-			break;
-		}
-	}
-	if (r != -EOPNOTSUPP && cfg->fixed_files)
-		lack = fixed_files_lack(&ring, &p, probe);
-	io_uring_free_probe(probe);
-	if (r < 0)
-		goto out;
-	r = 0;
-	io->uring_flags = flags;
-	io->pbuf_ok = false;
-	if (cfg->recv_buffers && cfg->recv_multishot) {
-		long page = sysconf(_SC_PAGESIZE);
-		void *br = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE,
-				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (br != MAP_FAILED) {
-			io->pbuf_ok = buf_ring_register(&ring, br, 8) == 0;
-			if (io->pbuf_ok)
-				io_uring_unregister_buf_ring(&ring, BGID);
-			munmap(br, (size_t)page);
-		}
-	}
-	io->fx_ok = cfg->fixed_files && !lack;
-	if (io->fx_ok)
-		snprintf(fxtext, sizeof(fxtext), "; fixed files");
-	else if (cfg->fixed_files)
-		snprintf(fxtext, sizeof(fxtext), "; no fixed files (kernel lacks %s)", lack);
-	else
-		snprintf(fxtext, sizeof(fxtext), "; fixed files off");
-	flags_text(flags, ftext, sizeof(ftext));
-	if (io->pbuf_ok)
-		snprintf(why, whylen, "%s; sq %u, cq %u; multishot recv, %u x %u B buffers/worker%s%s",
-			 ftext, p.sq_entries, p.cq_entries, cfg->recv_buffers,
-			 cfg->recv_buffer_size, min_timeout_text(&p), fxtext);
-	else
-		snprintf(why, whylen, "%s; sq %u, cq %u; plain recv%s%s%s", ftext, p.sq_entries,
-			 p.cq_entries,
-			 cfg->recv_buffers && cfg->recv_multishot ? " (no buffer rings)" : "",
-			 min_timeout_text(&p), fxtext);
-out:
-	io_uring_queue_exit(&ring);
-	return r;
-}
-
 /* ------------------------------------------------------------ submission */
 
 /* Move every CQE from the CQ to the stash (in order), advancing the CQ so
- * the kernel can post more. Dispatches nothing: get_sqe may run inside a
- * completion handler, and dispatching there would run later CQEs before
- * the earlier ones still waiting in the reap that called the handler (a
- * multishot receive's final CQE before its buffers: bytes out of order). */
+ * the kernel can post more. Dispatches nothing: vio__uring_get_sqe may run
+ * inside a completion handler, and dispatching there would run later CQEs
+ * before the earlier ones still waiting in the reap that called the handler
+ * (a multishot receive's final CQE before its buffers: bytes out of order). */
 static unsigned stash_cqes(struct vio_uring_w *uw)
 {
 	struct io_uring_cqe *cqe;
@@ -392,8 +131,8 @@ static unsigned sq_scan(struct vio_worker *w, unsigned from, unsigned to, int64_
  * QUIET_WAIT_US, after which one CQE is enough; *quiet says how many.
  * Returns the count submitted or -errno.
  */
-static int ring_enter(struct vio_worker *w, bool submit, unsigned min_complete, unsigned flags,
-		      const struct __kernel_timespec *ts, unsigned *quiet)
+int vio__uring_enter(struct vio_worker *w, bool submit, unsigned min_complete, unsigned flags,
+		     const struct __kernel_timespec *ts, unsigned *quiet)
 {
 	struct vio_uring_w *uw = uw_of(w);
 	struct io_uring_sq *sq = &uw->ring.sq;
@@ -442,7 +181,7 @@ static int ring_enter(struct vio_worker *w, bool submit, unsigned min_complete, 
 }
 
 /* An SQE, flushing a full SQ first (never drops a request). */
-static struct io_uring_sqe *get_sqe(struct vio_worker *w)
+struct io_uring_sqe *vio__uring_get_sqe(struct vio_worker *w)
 {
 	struct vio_uring_w *uw = uw_of(w);
 	struct io_uring_sqe *sqe;
@@ -454,14 +193,14 @@ static struct io_uring_sqe *get_sqe(struct vio_worker *w)
 		int r;
 
 		VIO_STAT_INC(w, sq_full);
-		r = vio__uring_test_sq_busy ? -EBUSY : ring_enter(w, true, 0, 0, NULL, NULL);
+		r = vio__uring_test_sq_busy ? -EBUSY : vio__uring_enter(w, true, 0, 0, NULL, NULL);
 		if (r < 0 && r != -EINTR) {
 			/* -EBUSY / -EAGAIN: the kernel wants the CQ emptied
 			 * first. Stash, never dispatch (stash_cqes). */
-			ring_enter(w, false, 0, IORING_ENTER_GETEVENTS, NULL, NULL);
+			vio__uring_enter(w, false, 0, IORING_ENTER_GETEVENTS, NULL, NULL);
 			stash_cqes(uw);
 			if (vio__uring_test_sq_busy)
-				ring_enter(w, true, 0, 0, NULL, NULL);
+				vio__uring_enter(w, true, 0, 0, NULL, NULL);
 		}
 		VB_BUG_ON(++tries > 100000);
 	}
@@ -507,7 +246,7 @@ static void fx_clear(struct vio_worker *w, int fd)
 	if (!fx_holds(uw, fd))
 		return;
 	uw->fx_on[fd] = 0;
-	sqe = get_sqe(w);
+	sqe = vio__uring_get_sqe(w);
 	io_uring_prep_close_direct(sqe, (unsigned)fd);
 	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
 	io_uring_sqe_set_data64(sqe, ((uint64_t)fd << 3) | TAG_FX);
@@ -522,7 +261,7 @@ static bool ur_fx_install(struct vio_worker *w, struct vio_conn *c)
 	/* Set already: impossible while fd is open (conn.c); stay regular. */
 	if (!uw->fx_on || fd < 0 || (uint32_t)fd >= uw->fx_n || uw->fx_on[fd])
 		return false;
-	sqe = get_sqe(w);
+	sqe = vio__uring_get_sqe(w);
 	/* The kernel reads c->fd when the SQE is issued: the operation the
 	 * task submits next holds its memory until after that. */
 	io_uring_prep_files_update(sqe, &c->fd, 1, fd);
@@ -538,7 +277,7 @@ static void ur_fx_close(struct vio_worker *w, int fd)
 	struct io_uring_sqe *sqe;
 
 	fx_clear(w, fd);
-	sqe = get_sqe(w);
+	sqe = vio__uring_get_sqe(w);
 	io_uring_prep_close(sqe, fd);
 	io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
 	uw_of(w)->inflight++;
@@ -565,7 +304,7 @@ static void prep_op(struct vio_worker *w, struct vio_op *op)
 
 	if (op->kind == VIO_K_CLOSE)
 		fx_clear(w, fd); /* before the close's SQE */
-	sqe = get_sqe(w);
+	sqe = vio__uring_get_sqe(w);
 	if (test_fake_eagain(w, op, sqe))
 		return;
 	/* Slot fd of this ring holds this connection's socket (conn.c). */
@@ -612,7 +351,7 @@ static void ur_submit(struct vio_worker *w, struct vio_op *op)
 static void ur_cancel(struct vio_worker *w, struct vio_op *op)
 {
 	struct vio_uring_w *uw = uw_of(w);
-	struct io_uring_sqe *sqe = get_sqe(w);
+	struct io_uring_sqe *sqe = vio__uring_get_sqe(w);
 
 	io_uring_prep_cancel64(sqe, ud(op, op->kind == VIO_K_RECV_MS ? TAG_MS : TAG_OP), 0);
 	io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
@@ -622,7 +361,7 @@ static void ur_cancel(struct vio_worker *w, struct vio_op *op)
 static void arm_wake(struct vio_worker *w)
 {
 	struct vio_uring_w *uw = uw_of(w);
-	struct io_uring_sqe *sqe = get_sqe(w);
+	struct io_uring_sqe *sqe = vio__uring_get_sqe(w);
 
 	io_uring_prep_read(sqe, uw->efd, &uw->efd_val, sizeof(uw->efd_val), 0);
 	io_uring_sqe_set_data64(sqe, ud(NULL, TAG_WAKE));
@@ -638,7 +377,7 @@ static void ur_lsock_arm(struct vio_worker *w, struct vio_lsock *ls)
 
 	if (ls->armed || ls->stopping || ls->fd_closed)
 		return;
-	sqe = get_sqe(w);
+	sqe = vio__uring_get_sqe(w);
 	if (atomic_load_explicit(&w->io->ms_accept_broken, memory_order_relaxed))
 		io_uring_prep_accept(sqe, ls->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	else
@@ -662,7 +401,7 @@ static void lsock_close_fd(struct vio_lsock *ls)
 static void ur_lsock_stop(struct vio_worker *w, struct vio_lsock *ls)
 {
 	if (ls->armed) {
-		struct io_uring_sqe *sqe = get_sqe(w);
+		struct io_uring_sqe *sqe = vio__uring_get_sqe(w);
 
 		io_uring_prep_cancel64(sqe, ud(ls, TAG_LSOCK), 0);
 		io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
@@ -683,7 +422,7 @@ static void lsock_cqe(struct vio_worker *w, struct vio_lsock *ls, int res, unsig
 	if (res >= 0) {
 		VIO_STAT_INC(w, accepts);
 		if (!vio__lsock_push(ls, res) && more) {
-			struct io_uring_sqe *sqe = get_sqe(w);
+			struct io_uring_sqe *sqe = vio__uring_get_sqe(w);
 
 			/* Throttled: stop until the acceptor drains the queue. */
 			io_uring_prep_cancel64(sqe, ud(ls, TAG_LSOCK), 0);
@@ -865,11 +604,11 @@ static void cqe_dispatch(struct vio_worker *w, const struct io_uring_cqe *cqe)
 	}
 }
 
-/* Dispatch CQEs in CQ order: the stash first (CQEs get_sqe moved there),
- * then the CQ, through the stash, one at a time, so that a handler whose
- * submission stashes more CQEs (SQ full) appends them behind the ones
- * already waiting. Never re-entered: handlers do not reap. */
-static void reap(struct vio_worker *w)
+/* Dispatch CQEs in CQ order: the stash first (CQEs vio__uring_get_sqe
+ * moved there), then the CQ, through the stash, one at a time, so that a
+ * handler whose submission stashes more CQEs (SQ full) appends them behind
+ * the ones already waiting. Never re-entered: handlers do not reap. */
+void vio__uring_reap(struct vio_worker *w)
 {
 	struct vio_uring_w *uw = uw_of(w);
 	unsigned n = 0;
@@ -921,12 +660,12 @@ static void ur_poll(struct vio_worker *w)
 		VIO_STAT_INC(w, cq_overflow);
 	if (f & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) {
 		cq_lag(w);
-		ring_enter(w, true, 0, IORING_ENTER_GETEVENTS, NULL, NULL);
+		vio__uring_enter(w, true, 0, IORING_ENTER_GETEVENTS, NULL, NULL);
 	} else if (io_uring_sq_ready(&uw->ring)) {
-		ring_enter(w, true, 0, IORING_ENTER_GETEVENTS, NULL, NULL);
+		vio__uring_enter(w, true, 0, IORING_ENTER_GETEVENTS, NULL, NULL);
 	}
 	if (io_uring_cq_ready(&uw->ring) || uw->stash_head != uw->stash_tail)
-		reap(w);
+		vio__uring_reap(w);
 }
 
 /*
@@ -949,7 +688,7 @@ static void ur_poll_park(struct vio_worker *w)
 	if (io_uring_sq_ready(&uw->ring))
 		uw->submit_due = true;
 	if (io_uring_cq_ready(&uw->ring) || uw->stash_head != uw->stash_tail)
-		reap(w);
+		vio__uring_reap(w);
 }
 
 /* Submissions do not wait for the next poll or park (up to io_poll_interval
@@ -968,7 +707,7 @@ static void ur_flush(struct vio_worker *w)
 		return;
 	if (n >= FLUSH_BATCH || uw->submit_due || vb_now_ns() - uw->sq_since >= FLUSH_WAIT_NS) {
 		VIO_STAT_INC(w, flushes);
-		ring_enter(w, true, 0, 0, NULL, NULL);
+		vio__uring_enter(w, true, 0, 0, NULL, NULL);
 	}
 }
 
@@ -996,7 +735,7 @@ static void ur_wait(struct vio_worker *w, int64_t timeout_ns)
 	     (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW))) {
 		if (IO_URING_READ_ONCE(*uw->ring.sq.kflags) & IORING_SQ_TASKRUN)
 			cq_lag(w);
-		ring_enter(w, true, 0, IORING_ENTER_GETEVENTS, NULL, NULL);
+		vio__uring_enter(w, true, 0, IORING_ENTER_GETEVENTS, NULL, NULL);
 	} else {
 		struct __kernel_timespec ts = {
 			.tv_sec = timeout_ns / 1000000000,
@@ -1004,13 +743,13 @@ static void ur_wait(struct vio_worker *w, int64_t timeout_ns)
 		};
 		unsigned quiet;
 
-		ring_enter(w, true, 1, IORING_ENTER_GETEVENTS, timeout_ns < 0 ? NULL : &ts, &quiet);
+		vio__uring_enter(w, true, 1, IORING_ENTER_GETEVENTS, timeout_ns < 0 ? NULL : &ts, &quiet);
 		/* Fewer CQEs than asked: the bound (or the timeout) ended it;
 		 * the worker will enter again to sleep. */
 		if (quiet && io_uring_cq_ready(&uw->ring) < 1 + quiet)
 			VIO_STAT_INC(w, quiet_wait_short);
 	}
-	reap(w);
+	vio__uring_reap(w);
 	if (uw->io_cqes != before)
 		VIO_STAT_INC(w, park_wakeups_io);
 }
@@ -1023,186 +762,12 @@ static void ur_kick(struct vio_worker *w)
 	(void)r; /* EAGAIN: the counter is saturated, a wakeup is pending */
 }
 
-/* ------------------------------------------------------------ lifecycle */
-
-static int bufs_init(struct vio_worker *w)
-{
-	struct vio_uring_w *uw = uw_of(w);
-	const struct vio_config *cfg = &w->io->cfg;
-	unsigned n = cfg->recv_buffers;
-	long page = sysconf(_SC_PAGESIZE);
-	void *mem;
-
-	uw->buf_bytes = (size_t)n * cfg->recv_buffer_size;
-	mem = mmap(NULL, uw->buf_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED)
-		return -errno;
-	w->buf_base = mem;
-	uw->br_bytes = ((size_t)n * sizeof(struct io_uring_buf) + (size_t)page - 1) &
-		       ~((size_t)page - 1);
-	mem = mmap(NULL, uw->br_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (mem == MAP_FAILED)
-		goto err_base;
-	uw->br = mem;
-	w->bufs = calloc(n, sizeof(*w->bufs));
-	if (!w->bufs)
-		goto err_br;
-	uw->br_mask = (unsigned)io_uring_buf_ring_mask(n);
-	if (buf_ring_register(&uw->ring, uw->br, n) < 0)
-		goto err_meta;
-	for (unsigned i = 0; i < n; i++) {
-		w->bufs[i].w = w;
-		w->bufs[i].bid = (uint16_t)i;
-		io_uring_buf_ring_add(uw->br, w->buf_base + (size_t)i * cfg->recv_buffer_size,
-				      cfg->recv_buffer_size, (unsigned short)i, (int)uw->br_mask,
-				      (int)i);
-	}
-	io_uring_buf_ring_advance(uw->br, (int)n);
-	w->buf_size = cfg->recv_buffer_size;
-	w->buf_count = n;
-	return 0;
-
-err_meta:
-	free(w->bufs);
-	w->bufs = NULL;
-err_br:
-	munmap(uw->br, uw->br_bytes);
-	uw->br = NULL;
-err_base:
-	munmap(w->buf_base, uw->buf_bytes);
-	w->buf_base = NULL;
-	return -ENOMEM;
-}
-
-static int ur_worker_init(struct vio_worker *w)
-{
-	struct vio_uring_w *uw = calloc(1, sizeof(*uw));
-	struct io_uring_params p;
-	int r;
-
-	if (!uw)
-		return -ENOMEM;
-	w->be = uw;
-	r = ring_init(&w->io->cfg, w->io->uring_flags, &uw->ring, &p);
-	if (r < 0)
-		goto err_free;
-	uw->ring.features &= ~vio__uring_hide_features; /* what liburing acts on */
-	uw->min_wait = (uw->ring.features & IORING_FEAT_MIN_TIMEOUT) != 0;
-	uw->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (uw->efd < 0) {
-		r = -errno;
-		goto err_ring;
-	}
-	/* Without buffers (registration refused), receives are plain. */
-	if (w->io->pbuf_ok && bufs_init(w) < 0)
-		vb_warn("io: worker %u: no provided-buffer ring; plain recv", w->id);
-	return 0;
-
-err_ring:
-	io_uring_queue_exit(&uw->ring);
-err_free:
-	free(uw);
-	w->be = NULL;
-	return r;
-}
-
-static void ur_worker_fini(struct vio_worker *w)
-{
-	struct vio_uring_w *uw = uw_of(w);
-
-	if (!uw)
-		return;
-	io_uring_queue_exit(&uw->ring); /* the kernel cancels what is left */
-	close(uw->efd);
-	free(uw->cq_stash);
-	free(uw->fx_on);
-	free(w->fx_reqs);
-	w->fx_reqs = NULL;
-	if (w->buf_base) {
-		munmap(uw->br, uw->br_bytes);
-		munmap(w->buf_base, uw->buf_bytes);
-		free(w->bufs);
-	}
-	free(uw);
-	w->be = NULL;
-}
-
-/* The sparse table: one slot per descriptor number the process may have
- * (RLIMIT_NOFILE now, at most VIO_FIXED_FILES_MAX). On the worker thread,
- * the ring's issuer. Without it, every descriptor is used as it is. */
-static void fx_init(struct vio_worker *w)
-{
-	struct vio_uring_w *uw = uw_of(w);
-	struct rlimit rl;
-	uint32_t n = VIO_FIXED_FILES_MAX;
-	int r;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < n)
-		n = (uint32_t)rl.rlim_cur;
-	uw->fx_on = calloc(n, sizeof(*uw->fx_on));
-	w->fx_reqs = calloc(n, sizeof(*w->fx_reqs));
-	r = uw->fx_on && w->fx_reqs ? io_uring_register_files_sparse(&uw->ring, n) : -ENOMEM;
-	if (r < 0) {
-		vb_warn("io: worker %u: no registered-file table (%s); regular descriptors",
-			w->id, strerror(-r));
-		free(uw->fx_on);
-		free(w->fx_reqs);
-		uw->fx_on = NULL;
-		w->fx_reqs = NULL;
-		return;
-	}
-	uw->fx_n = n;
-}
-
-static int ur_worker_start(struct vio_worker *w)
-{
-	struct vio_uring_w *uw = uw_of(w);
-
-	if (w->io->uring_flags & IORING_SETUP_R_DISABLED) {
-		/* liburing 2.3 declares io_uring_enable_rings but does not
-		 * export it: register by hand. This thread becomes the issuer. */
-		if (syscall(__NR_io_uring_register, uw->ring.ring_fd,
-			    IORING_REGISTER_ENABLE_RINGS, NULL, 0) < 0)
-			return -errno;
-	}
-	uw->stopping = false;
-	if (w->io->fx_ok && !uw->fx_on)
-		fx_init(w);
-	return 0;
-}
-
-/* Cancel everything still in flight and reap it, so every task reference
- * the ring holds is dropped. Bounded: a request the kernel does not cancel
- * within a second is left to the ring's teardown. */
-static void ur_worker_stop(struct vio_worker *w)
-{
-	struct vio_uring_w *uw = uw_of(w);
-	int64_t end = vb_now_ns() + 1000 * VB_NS_PER_MS;
-
-	uw->stopping = true;
-	if (uw->inflight) {
-		struct io_uring_sqe *sqe = get_sqe(w);
-
-		io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
-		io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
-		uw->inflight++;
-	}
-	while (uw->inflight && vb_now_ns() < end) {
-		struct __kernel_timespec ts = { .tv_sec = 0, .tv_nsec = 10 * VB_NS_PER_MS };
-
-		ring_enter(w, true, 1, IORING_ENTER_GETEVENTS, &ts, NULL);
-		reap(w);
-	}
-	if (uw->inflight)
-		vb_warn("io: worker %u stopped with %u requests in flight", w->id, uw->inflight);
-}
-
 const struct vio_backend_ops vio__uring_ops = {
 	.name = "uring",
-	.worker_init = ur_worker_init,
-	.worker_fini = ur_worker_fini,
-	.worker_start = ur_worker_start,
-	.worker_stop = ur_worker_stop,
+	.worker_init = vio__uring_worker_init,
+	.worker_fini = vio__uring_worker_fini,
+	.worker_start = vio__uring_worker_start,
+	.worker_stop = vio__uring_worker_stop,
 	.wait = ur_wait,
 	.poll = ur_poll,
 	.poll_park = ur_poll_park,
