@@ -105,7 +105,11 @@ void vcfg_dump(const struct vcfg *cfg, FILE *fp)
 				fprintf(fp, "# %s\n", section_doc(section)); /* which module, which file */
 		}
 		vcfg_format(cfg, &schema[i], buf, sizeof(buf));
-		fprintf(fp, "%s = %s\n", schema[i].name, buf);
+		/* A loaded module's key says where a value that is not its
+		 * default came from: the module's section may be far away. */
+		const char *src = cfg->source[i];
+		bool say = vcfg__module_section(section) && *src && strcmp(src, "default") != 0;
+		fprintf(fp, "%s = %s%s%s\n", schema[i].name, buf, say ? " ; " : "", say ? src : "");
 	}
 }
 

@@ -237,7 +237,11 @@ int vcfg_start_modules(const struct vcfg *cfg, uint32_t flags, struct vb_strlist
 int vcfg_check_module_reload(const struct vcfg *run, const struct vcfg *next, struct vb_strlist *err);
 /* Text of a key's current value into buf. */
 void vcfg_format(const struct vcfg *cfg, const struct vcfg_key *k, char *buf, size_t len);
-/* Effective configuration, one "section.key = value" line each, to fp. */
+/* Effective configuration, one "key = value" line each under its
+ * [section], to fp; a loaded module's section starts with a comment naming
+ * the module, its version and file, and each of its keys not at its
+ * default ends with "; SOURCE" (an inline comment: the dump still reads
+ * as a configuration). */
 void vcfg_dump(const struct vcfg *cfg, FILE *fp);
 
 #endif

@@ -79,8 +79,8 @@ def test_dump_prints_the_module_keys_under_its_section(tmp_path):
     r = run_voltd("-T", "-c", str(path), "-s", "module.cfgmod.verbose=on")
     assert r.returncode == 0, r.stderr
     want = ("[module.cfgmod]\n# The module cfgmod 1.0 (%s): its file, and the keys it declares.\n"
-            "path = cfgmod.so\nlimit = 20\nverbose = on\ngreeting = hi there\noffset = -7\nfail_init = off\n"
-            % CFGMOD)
+            "path = cfgmod.so\nlimit = 20 ; %s:4\nverbose = on ; -s\ngreeting = hi there ; %s:5\n"
+            "offset = -7 ; %s:6\nfail_init = off\n" % (CFGMOD, path, path, path))
     assert want in r.stdout, r.stdout
     assert "[modules]\ndir = %s\n" % MODDIR in r.stdout
     # the built-in module's keys are [jobs]'s, as before
@@ -92,7 +92,7 @@ def test_an_empty_section_loads_the_module_and_path_may_be_absolute(tmp_path):
     path.write_text("[module.cfgmod]\npath = %s\n" % CFGMOD)
     r = run_voltd("-T", "-c", str(path))
     assert r.returncode == 0, r.stderr
-    assert "path = %s\nlimit = 10\n" % CFGMOD in r.stdout
+    assert "path = %s ; %s:2\nlimit = 10\n" % (CFGMOD, path) in r.stdout
     path.write_text("[modules]\ndir = %s\n[module.cfgmod]\n" % MODDIR)
     assert check(path).returncode == 0
 

@@ -886,6 +886,37 @@ static void test_a_reload_neither_loads_nor_unloads_a_module(void **state)
 	vb_strlist_fini(&err);
 }
 
+/* -T of a configuration with a module reads back as the same values: the
+ * sources after the module's keys are comments. */
+static void test_module_dump_roundtrip(void **state)
+{
+	struct vcfg a, b;
+	struct vb_strlist err = { 0 };
+	char *text = NULL;
+	size_t len = 0;
+
+	(void)state;
+	assert_int_equal(load_cfgmod(&a, "limit = 20\ngreeting = hi there\n", "module.cfgmod.offset=-7", &err), 0);
+	FILE *fp = open_memstream(&text, &len);
+	vcfg_dump(&a, fp);
+	fclose(fp);
+	assert_non_null(strstr(text, "\nlimit = 20 ; m.conf:4\n"));
+	assert_non_null(strstr(text, "\noffset = -7 ; -s\n"));
+	vcfg_defaults(&b);
+	assert_int_equal(vcfg_load_string(&b, "dump", text, &err) + vcfg_load_modules(&b, true, &err), 0);
+	const char *keys[] = { "module.cfgmod.limit", "module.cfgmod.greeting", "module.cfgmod.offset" };
+	const char *want[] = { "20", "hi there", "-7" };
+	for (size_t i = 0; i < 3; i++) {
+		const struct vcfg_key *k = vcfg_key_named(keys[i]);
+		char v[64];
+		vcfg_format(&b, k, v, sizeof(v));
+		assert_string_equal(v, want[i]);
+		assert_true(strncmp(b.source[vcfg_key_index(k)], "dump:", 5) == 0);
+	}
+	free(text);
+	vb_strlist_fini(&err);
+}
+
 /* More [module.NAME] sections than voltd holds: said once, with the file. */
 static void test_too_many_module_sections(void **state)
 {
@@ -933,6 +964,7 @@ int main(void)
 		cmocka_unit_test(test_module_live_key_set_restart_key_refused),
 		cmocka_unit_test(test_a_reload_neither_loads_nor_unloads_a_module),
 		cmocka_unit_test(test_too_many_module_sections),
+		cmocka_unit_test(test_module_dump_roundtrip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
