@@ -152,3 +152,66 @@ load_wait() {
 	[ -n "$LOAD_OK" ] && [ -n "$LOAD_REFUSED" ] && [ -n "$LOAD_ERRORS" ] ||
 		fail "no summary line from the load client"
 }
+
+# module_case EXAMPLES: a job module as its author brings it to the running
+# service, with only the installed voltd, its development files (EXAMPLES:
+# the installed examples' folder; voltd.pc found by pkg-config), gcc and
+# make: the example count copied out and built by its own Makefile, tested
+# (make check: voltd-modtest), installed (make install: into pkg-config's
+# moduledir), loaded from a [module.count] section added to voltd.conf,
+# served after a restart (the same answers as /v1/spin; its key, from the
+# file and changed live by voltctl set; voltctl modules when that command
+# exists). Then a broken module (a file that is not a shared object) in its
+# own section: the restart fails, the journal says which file and why at
+# priority err, the sockets stay; without the section the service serves
+# again.
+module_case() {
+	local ex=$1 dir mark
+	show pkg-config --modversion voltd || fail "pkg-config does not find voltd.pc"
+	dir=$(ct pkg-config --variable=moduledir voltd)
+	[ -n "$dir" ] || fail "voltd.pc has no moduledir"
+	show ls -ld "$dir" || fail "the module directory $dir is missing"
+	ct rm -rf /root/count
+	ct cp -R "$ex/count" /root/count
+	show make -C /root/count || fail "make (the example count)"
+	show make -C /root/count check || fail "make check (the example count)"
+	show make -C /root/count install || fail "make install (the example count)"
+	show ls -l "$dir/count.so" || fail "make install did not put count.so in $dir"
+
+	conf_append '[module.count]
+max_n = 5000000'
+	show voltd -t -c "$VOLTD_CONF" || fail "voltd -t with [module.count]"
+	show systemctl restart voltd.service || fail "systemctl restart with [module.count]"
+	wait_active 20
+	expect_eq "GET /v1/count?n=1000" "$(http '/v1/count?n=1000' | sed '$d')" 6248290529083013365
+	expect_eq "GET /v1/spin?n=1000" "$(http '/v1/spin?n=1000' | sed '$d')" 6248290529083013365
+	expect_eq "GET /v1/count?n=2000000" "$(http '/v1/count?n=2000000' | sed '$d')" 112293701011261965
+	expect_eq "GET /v1/count?n=5000001 (above max_n)" "$(http_status '/v1/count?n=5000001')" 400
+	show curl -sS 'http://127.0.0.1:8080/v1/count?n=5000001'
+	show voltctl set module.count.max_n 10 || fail "voltctl set module.count.max_n 10 (a live key)"
+	expect_eq "GET /v1/count?n=11 after the set" "$(http '/v1/count?n=11' | sed '$d')" "n: above max_n (10)"
+	if ct voltctl help 2>/dev/null | grep -qw modules; then
+		show voltctl modules || fail "voltctl modules"
+		ct voltctl modules | grep -q "$dir/count.so" || fail "voltctl modules does not list $dir/count.so"
+	else
+		note "voltctl has no command modules: not checked"
+	fi
+
+	ct sh -c "echo 'not a module' >'$dir/broken.so'"
+	conf_append '[module.broken]'
+	mark=$(journal_mark)
+	show_fails systemctl restart voltd.service
+	sleep 1
+	show_journal "$mark" -p err -o cat
+	journal_since "$mark" -p err -o cat | grep -F "$dir/broken.so" | grep -q 'not an ELF shared object' ||
+		fail "the journal does not say, at priority err, that $dir/broken.so is not an ELF shared object"
+	for u in voltd.socket voltd-control.socket; do
+		expect_eq "$u" "$(ct systemctl is-active "$u")" active
+	done
+	ct rm -f "$dir/broken.so"
+	ct sed -i '/^\[module\.broken\]$/d' "$VOLTD_CONF"
+	show systemctl restart voltd.service || fail "restart without [module.broken]"
+	wait_active 20
+	expect_eq "GET /v1/count?n=1000 again" "$(http '/v1/count?n=1000' | sed '$d')" 6248290529083013365
+	ct rm -f "$dir/count.so"
+}
