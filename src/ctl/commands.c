@@ -405,7 +405,7 @@ static json_t *cmd_reload(struct vctl *ctl, const struct vctl_peer *peer, int ar
 	if (!h->reload)
 		return vctl__error("unsupported", "reload: not available");
 	if (h->reload(h->ctx, &changed, &restart, &errors) < 0) {
-		ret = vctl__error("invalid", "reload: the file has errors; the running configuration is kept");
+		ret = vctl__error("invalid", "reload: refused (the file has errors, or a change a module needs a restart for); the running configuration is kept");
 		vctl__error_set(ret, "errors", string_array(&errors));
 	} else {
 		json_object_set_new(r, "changed", string_array(&changed));

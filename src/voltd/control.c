@@ -340,7 +340,7 @@ void vd_ctl_log_reload(const char *who, int rc, const struct vb_strlist *changed
 	if (rc < 0) {
 		for (size_t i = 0; i < errors->n; i++)
 			vb_err("%s: %s", who, errors->msg[i]);
-		vb_err("%s: configuration has errors; keeping the running one", who);
+		vb_err("%s: refused (errors, or a change a module needs a restart for); keeping the running configuration", who);
 		return;
 	}
 	for (size_t i = 0; i < changed->n; i++)

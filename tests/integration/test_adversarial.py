@@ -558,7 +558,7 @@ def test_reload_good_bad_good_under_load(voltd, tmp_path):
     load = Load(d.port, n=6).start()
     time.sleep(1.0)
     for text, expect in (("[server]\nheader_timeout_ms = 9000\n", "reload: configuration re-read"),
-                         ("[server]\nheader_timeout_ms = banana\n", "keeping the running one"),
+                         ("[server]\nheader_timeout_ms = banana\n", "keeping the running configuration"),
                          ("[server]\nheader_timeout_ms = 8000\n", "reload: configuration re-read")):
         n = d.log().count(expect)
         conf.write_text(text)

@@ -185,7 +185,7 @@ def test_sighup_keeps_running_config_on_error(daemon, tmp_path):
     d = daemon("-c", path)
     write(tmp_path, "[log]\nlevel = shouting\n")
     d.proc.send_signal(signal.SIGHUP)
-    d.wait_log("keeping the running one")
+    d.wait_log("keeping the running configuration")
     assert "log.level: 'shouting' is not one of" in d.log()
     write(tmp_path, "[log]\nlevel = debug\n")
     d.proc.send_signal(signal.SIGHUP)
