@@ -430,7 +430,7 @@ struct vsrv {
 	struct vsrv_conn *reg_head;
 	size_t reg_n;
 
-	/* Ordering: see server.c */
+	/* Ordering: conns_open and paused_n see accept.c, conns_alive server.c. */
 	vb_cacheline_aligned _Atomic uint64_t conns_open;
 	_Atomic uint64_t conns_alive;  /* until drop() */
 	/* Written by acceptors pausing at max_connections and by closers. */
@@ -728,8 +728,10 @@ void vsrv__conn_fail(struct vsrv_conn *c, int status, int64_t now);
 void vsrv__conn_linger_cut(struct vsrv_conn *c);
 /* Create the connection for an accepted fd (closes fd on failure). */
 int vsrv__conn_new(struct vsrv *srv, int fd, struct vsrv_conn **out);
-/* A connection ended: open count, acceptors. */
+/* accept.c: a connection ended: open count, acceptors. */
 void vsrv__conn_closed(struct vsrv *srv);
+/* accept.c: the acceptor task (struct vsrv_acceptor), made by server.c. */
+extern const struct vrt_task_vtable vsrv__acceptor_vt;
 void vsrv__reg_add(struct vsrv *srv, struct vsrv_conn *c);
 void vsrv__reg_del(struct vsrv *srv, struct vsrv_conn *c);
 
