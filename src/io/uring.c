@@ -224,7 +224,7 @@ static bool test_fake_eagain(struct vio_worker *w, struct vio_op *op, struct io_
 	if (x % 1000 >= vio__uring_test_eagain_permille)
 		return false;
 	io_uring_prep_nop(sqe);
-	io_uring_sqe_set_data64(sqe, ud(op, op->kind == VIO_K_RECV_MS ? TAG_MS : TAG_OP));
+	io_uring_sqe_set_data64(sqe, user_data(op, op->kind == VIO_K_RECV_MS ? TAG_MS : TAG_OP));
 	op->wflags |= VIO_WF_FAKE_EAGAIN;
 	return true;
 }
@@ -279,7 +279,7 @@ static void ur_fx_close(struct vio_worker *w, int fd)
 	fx_clear(w, fd);
 	sqe = vio__uring_get_sqe(w);
 	io_uring_prep_close(sqe, fd);
-	io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+	io_uring_sqe_set_data64(sqe, user_data(NULL, TAG_IGNORE));
 	uw_of(w)->inflight++;
 }
 
@@ -319,7 +319,7 @@ static void prep_op(struct vio_worker *w, struct vio_op *op)
 		io_uring_prep_recv_multishot(sqe, fd, NULL, 0, 0);
 		sqe->flags |= IOSQE_BUFFER_SELECT | (fixed ? IOSQE_FIXED_FILE : 0);
 		sqe->buf_group = BGID;
-		io_uring_sqe_set_data64(sqe, ud(op, TAG_MS));
+		io_uring_sqe_set_data64(sqe, user_data(op, TAG_MS));
 		return;
 	case VIO_K_SEND:
 		io_uring_prep_send(sqe, fd, (char *)op->buf + op->done, op->len - op->done,
@@ -339,7 +339,7 @@ static void prep_op(struct vio_worker *w, struct vio_op *op)
 	}
 	if (fixed)
 		sqe->flags |= IOSQE_FIXED_FILE;
-	io_uring_sqe_set_data64(sqe, ud(op, TAG_OP));
+	io_uring_sqe_set_data64(sqe, user_data(op, TAG_OP));
 }
 
 static void ur_submit(struct vio_worker *w, struct vio_op *op)
@@ -353,8 +353,8 @@ static void ur_cancel(struct vio_worker *w, struct vio_op *op)
 	struct vio_uring_w *uw = uw_of(w);
 	struct io_uring_sqe *sqe = vio__uring_get_sqe(w);
 
-	io_uring_prep_cancel64(sqe, ud(op, op->kind == VIO_K_RECV_MS ? TAG_MS : TAG_OP), 0);
-	io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+	io_uring_prep_cancel64(sqe, user_data(op, op->kind == VIO_K_RECV_MS ? TAG_MS : TAG_OP), 0);
+	io_uring_sqe_set_data64(sqe, user_data(NULL, TAG_IGNORE));
 	uw->inflight++;
 }
 
@@ -364,7 +364,7 @@ static void arm_wake(struct vio_worker *w)
 	struct io_uring_sqe *sqe = vio__uring_get_sqe(w);
 
 	io_uring_prep_read(sqe, uw->efd, &uw->efd_val, sizeof(uw->efd_val), 0);
-	io_uring_sqe_set_data64(sqe, ud(NULL, TAG_WAKE));
+	io_uring_sqe_set_data64(sqe, user_data(NULL, TAG_WAKE));
 	uw->efd_armed = true;
 	uw->inflight++;
 }
@@ -383,7 +383,7 @@ static void ur_lsock_arm(struct vio_worker *w, struct vio_lsock *ls)
 	else
 		io_uring_prep_multishot_accept(sqe, ls->fd, NULL, NULL,
 					       SOCK_NONBLOCK | SOCK_CLOEXEC);
-	io_uring_sqe_set_data64(sqe, ud(ls, TAG_LSOCK));
+	io_uring_sqe_set_data64(sqe, user_data(ls, TAG_LSOCK));
 	ls->armed = true;
 	uw_of(w)->inflight++;
 	VIO_STAT_INC(w, submitted);
@@ -403,8 +403,8 @@ static void ur_lsock_stop(struct vio_worker *w, struct vio_lsock *ls)
 	if (ls->armed) {
 		struct io_uring_sqe *sqe = vio__uring_get_sqe(w);
 
-		io_uring_prep_cancel64(sqe, ud(ls, TAG_LSOCK), 0);
-		io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+		io_uring_prep_cancel64(sqe, user_data(ls, TAG_LSOCK), 0);
+		io_uring_sqe_set_data64(sqe, user_data(NULL, TAG_IGNORE));
 		uw_of(w)->inflight++;
 		return; /* the fd closes at the final CQE */
 	}
@@ -425,8 +425,8 @@ static void lsock_cqe(struct vio_worker *w, struct vio_lsock *ls, int res, unsig
 			struct io_uring_sqe *sqe = vio__uring_get_sqe(w);
 
 			/* Throttled: stop until the acceptor drains the queue. */
-			io_uring_prep_cancel64(sqe, ud(ls, TAG_LSOCK), 0);
-			io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+			io_uring_prep_cancel64(sqe, user_data(ls, TAG_LSOCK), 0);
+			io_uring_sqe_set_data64(sqe, user_data(NULL, TAG_IGNORE));
 			uw_of(w)->inflight++;
 		}
 		/* A one-shot accept is re-armed by vio__lsock_service. */

@@ -81,7 +81,8 @@ static inline struct vio_uring_w *uw_of(struct vio_worker *w)
 	return w->be;
 }
 
-static inline uint64_t ud(const void *p, unsigned tag)
+/* An SQE's user_data: p with `tag` in its low bits (the tags above). */
+static inline uint64_t user_data(const void *p, unsigned tag)
 {
 	return (uint64_t)(uintptr_t)p | tag;
 }

@@ -388,7 +388,7 @@ void vio__uring_worker_stop(struct vio_worker *w)
 		struct io_uring_sqe *sqe = vio__uring_get_sqe(w);
 
 		io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY | IORING_ASYNC_CANCEL_ALL);
-		io_uring_sqe_set_data64(sqe, ud(NULL, TAG_IGNORE));
+		io_uring_sqe_set_data64(sqe, user_data(NULL, TAG_IGNORE));
 		uw->inflight++;
 	}
 	while (uw->inflight && vb_now_ns() < end) {
