@@ -89,7 +89,7 @@ static unsigned stash_cqes(struct vio_uring_w *uw)
  */
 static unsigned sq_scan(struct vio_worker *w, unsigned from, unsigned to, int64_t now)
 {
-	struct io_uring_sq *sq = &uw_of(w)->ring.sq;
+	struct io_uring_sq *sq = &uring_worker(w)->ring.sq;
 	unsigned quiet = 0;
 
 	for (unsigned i = from; i != to; i++) {
@@ -134,7 +134,7 @@ static unsigned sq_scan(struct vio_worker *w, unsigned from, unsigned to, int64_
 int vio__uring_enter(struct vio_worker *w, bool submit, unsigned min_complete, unsigned flags,
 		     const struct __kernel_timespec *ts, unsigned *quiet)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 	struct io_uring_sq *sq = &uw->ring.sq;
 	struct io_uring_getevents_arg arg;
 	unsigned to_submit = 0, nquiet = 0;
@@ -183,7 +183,7 @@ int vio__uring_enter(struct vio_worker *w, bool submit, unsigned min_complete, u
 /* An SQE, flushing a full SQ first (never drops a request). */
 struct io_uring_sqe *vio__uring_get_sqe(struct vio_worker *w)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 	struct io_uring_sqe *sqe;
 	unsigned tries = 0;
 
@@ -211,7 +211,7 @@ struct io_uring_sqe *vio__uring_get_sqe(struct vio_worker *w)
  * a made-up -EAGAIN? Then a NOP carries its user_data instead. */
 static bool test_fake_eagain(struct vio_worker *w, struct vio_op *op, struct io_uring_sqe *sqe)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 	uint64_t x;
 
 	if (!vio__uring_test_eagain_permille || op->kind == VIO_K_CLOSE)
@@ -240,7 +240,7 @@ static bool fx_holds(const struct vio_uring_w *uw, int fd)
 /* Queue the clear of slot fd if it is set: ahead of whatever closes fd. */
 static void fx_clear(struct vio_worker *w, int fd)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 	struct io_uring_sqe *sqe;
 
 	if (!fx_holds(uw, fd))
@@ -254,7 +254,7 @@ static void fx_clear(struct vio_worker *w, int fd)
 
 static bool ur_fx_install(struct vio_worker *w, struct vio_conn *c)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 	struct io_uring_sqe *sqe;
 	int fd = c->fd;
 
@@ -280,7 +280,7 @@ static void ur_fx_close(struct vio_worker *w, int fd)
 	sqe = vio__uring_get_sqe(w);
 	io_uring_prep_close(sqe, fd);
 	io_uring_sqe_set_data64(sqe, user_data(NULL, TAG_IGNORE));
-	uw_of(w)->inflight++;
+	uring_worker(w)->inflight++;
 }
 
 /* A table update the kernel refused. The slot stays marked: the
@@ -308,7 +308,7 @@ static void prep_op(struct vio_worker *w, struct vio_op *op)
 	if (test_fake_eagain(w, op, sqe))
 		return;
 	/* Slot fd of this ring holds this connection's socket (conn.c). */
-	fixed = op->kind != VIO_K_CLOSE && fx_holds(uw_of(w), fd);
+	fixed = op->kind != VIO_K_CLOSE && fx_holds(uring_worker(w), fd);
 	if (fixed)
 		VIO_STAT_INC(w, fixed_ops);
 	switch (op->kind) {
@@ -344,13 +344,13 @@ static void prep_op(struct vio_worker *w, struct vio_op *op)
 
 static void ur_submit(struct vio_worker *w, struct vio_op *op)
 {
-	uw_of(w)->inflight++;
+	uring_worker(w)->inflight++;
 	prep_op(w, op);
 }
 
 static void ur_cancel(struct vio_worker *w, struct vio_op *op)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 	struct io_uring_sqe *sqe = vio__uring_get_sqe(w);
 
 	io_uring_prep_cancel64(sqe, user_data(op, op->kind == VIO_K_RECV_MS ? TAG_MS : TAG_OP), 0);
@@ -360,7 +360,7 @@ static void ur_cancel(struct vio_worker *w, struct vio_op *op)
 
 static void arm_wake(struct vio_worker *w)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 	struct io_uring_sqe *sqe = vio__uring_get_sqe(w);
 
 	io_uring_prep_read(sqe, uw->efd, &uw->efd_val, sizeof(uw->efd_val), 0);
@@ -385,7 +385,7 @@ static void ur_lsock_arm(struct vio_worker *w, struct vio_lsock *ls)
 					       SOCK_NONBLOCK | SOCK_CLOEXEC);
 	io_uring_sqe_set_data64(sqe, user_data(ls, TAG_LSOCK));
 	ls->armed = true;
-	uw_of(w)->inflight++;
+	uring_worker(w)->inflight++;
 	VIO_STAT_INC(w, submitted);
 }
 
@@ -405,7 +405,7 @@ static void ur_lsock_stop(struct vio_worker *w, struct vio_lsock *ls)
 
 		io_uring_prep_cancel64(sqe, user_data(ls, TAG_LSOCK), 0);
 		io_uring_sqe_set_data64(sqe, user_data(NULL, TAG_IGNORE));
-		uw_of(w)->inflight++;
+		uring_worker(w)->inflight++;
 		return; /* the fd closes at the final CQE */
 	}
 	lsock_close_fd(ls);
@@ -417,7 +417,7 @@ static void lsock_cqe(struct vio_worker *w, struct vio_lsock *ls, int res, unsig
 
 	if (!more) {
 		ls->armed = false;
-		uw_of(w)->inflight--;
+		uring_worker(w)->inflight--;
 	}
 	if (res >= 0) {
 		VIO_STAT_INC(w, accepts);
@@ -427,7 +427,7 @@ static void lsock_cqe(struct vio_worker *w, struct vio_lsock *ls, int res, unsig
 			/* Throttled: stop until the acceptor drains the queue. */
 			io_uring_prep_cancel64(sqe, user_data(ls, TAG_LSOCK), 0);
 			io_uring_sqe_set_data64(sqe, user_data(NULL, TAG_IGNORE));
-			uw_of(w)->inflight++;
+			uring_worker(w)->inflight++;
 		}
 		/* A one-shot accept is re-armed by vio__lsock_service. */
 	} else if (!more && !ls->stopping) {
@@ -460,13 +460,13 @@ static bool retry_eagain(struct vio_worker *w, struct vio_op *op, int *res)
 		return false;
 	/* Relaxed: CANCEL only says "do not go on"; a missed bit is followed
 	 * by the cancel request, which finds the request issued again. */
-	if (uw_of(w)->stopping ||
+	if (uring_worker(w)->stopping ||
 	    (atomic_load_explicit(&op->state, memory_order_relaxed) & VIO_OP_CANCEL)) {
 		*res = -ECANCELED; /* what the cancel would have said */
 		return false;
 	}
 	VIO_STAT_INC(w, eagain_retries);
-	uw_of(w)->inflight++;
+	uring_worker(w)->inflight++;
 	prep_op(w, op);
 	return true;
 }
@@ -477,12 +477,12 @@ static void rx_stamp(struct vio_worker *w, struct vio_conn *c)
 {
 	/* Relaxed: a statistic (see sq_scan); no RMW on the hot path. */
 	if (!atomic_load_explicit(&c->rx_at, memory_order_relaxed))
-		atomic_store_explicit(&c->rx_at, uw_of(w)->reap_ns, memory_order_relaxed);
+		atomic_store_explicit(&c->rx_at, uring_worker(w)->reap_ns, memory_order_relaxed);
 }
 
 static void op_cqe(struct vio_worker *w, struct vio_op *op, int res)
 {
-	uw_of(w)->inflight--;
+	uring_worker(w)->inflight--;
 	if (op->wflags & VIO_WF_FAKE_EAGAIN) {
 		op->wflags &= (uint8_t)~VIO_WF_FAKE_EAGAIN;
 		res = -EAGAIN;
@@ -497,14 +497,14 @@ static void op_cqe(struct vio_worker *w, struct vio_op *op, int res)
 			if (vio__op_send_advance(op, (size_t)res)) {
 				/* Relaxed: CANCEL only says "do not go on"; a
 				 * missed bit is followed by the cancel request. */
-				if (uw_of(w)->stopping ||
+				if (uring_worker(w)->stopping ||
 				    (atomic_load_explicit(&op->state, memory_order_relaxed) &
 				     VIO_OP_CANCEL)) {
 					vio__op_complete(w, op, -ECANCELED);
 					return;
 				}
 				VIO_STAT_INC(w, send_partial);
-				uw_of(w)->inflight++;
+				uring_worker(w)->inflight++;
 				prep_op(w, op);
 				return;
 			}
@@ -513,7 +513,7 @@ static void op_cqe(struct vio_worker *w, struct vio_op *op, int res)
 			res = -EPIPE; /* nothing taken from a non-empty send */
 		}
 		if (vb_unlikely(op->conn->trace_tx != NULL))
-			op->conn->trace_tx[1] = uw_of(w)->reap_ns; /* vio_conn_trace_tx */
+			op->conn->trace_tx[1] = uring_worker(w)->reap_ns; /* vio_conn_trace_tx */
 		break;
 	case VIO_K_RECV:
 		if (res > 0) {
@@ -530,7 +530,7 @@ static void op_cqe(struct vio_worker *w, struct vio_op *op, int res)
 /* Owner: give a provided buffer back to the kernel (buf_recycle). */
 static void ur_buf_recycle(struct vio_worker *w, struct vio_buf *b)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 
 	io_uring_buf_ring_add(uw->br, vio__buf_data(b), w->buf_size, b->bid, (int)uw->br_mask, 0);
 	io_uring_buf_ring_advance(uw->br, 1);
@@ -563,7 +563,7 @@ static void ms_cqe(struct vio_worker *w, struct vio_op *op, int res, unsigned fl
 	}
 	if (flags & IORING_CQE_F_MORE)
 		return;
-	uw_of(w)->inflight--;
+	uring_worker(w)->inflight--;
 	if (res == -EAGAIN) {
 		/* Not ready yet (see retry_eagain): the task arms it again. */
 		VIO_STAT_INC(w, eagain_retries);
@@ -575,7 +575,7 @@ static void ms_cqe(struct vio_worker *w, struct vio_op *op, int res, unsigned fl
 static void cqe_dispatch(struct vio_worker *w, const struct io_uring_cqe *cqe)
 {
 	void *p = (void *)(uintptr_t)(cqe->user_data & ~(uint64_t)TAG_MASK);
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 
 	if ((cqe->user_data & TAG_MASK) < TAG_WAKE)
 		uw->io_cqes++;
@@ -610,7 +610,7 @@ static void cqe_dispatch(struct vio_worker *w, const struct io_uring_cqe *cqe)
  * the ones already waiting. Never re-entered: handlers do not reap. */
 void vio__uring_reap(struct vio_worker *w)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 	unsigned n = 0;
 
 	for (;;) {
@@ -642,7 +642,7 @@ void vio__uring_reap(struct vio_worker *w)
  * enters to collect them: at most since its last collection. */
 static void cq_lag(struct vio_worker *w)
 {
-	int64_t now = vb_now_ns(), last = uw_of(w)->collected_ns;
+	int64_t now = vb_now_ns(), last = uring_worker(w)->collected_ns;
 
 	if (last && now > last)
 		vb_hist_record_owner(&w->hist[VIO_HIST_CQ_LAG], (uint64_t)(now - last));
@@ -653,7 +653,7 @@ static void cq_lag(struct vio_worker *w)
  * CQ); none when there is neither. */
 static void ur_poll(struct vio_worker *w)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 	unsigned f = IO_URING_READ_ONCE(*uw->ring.sq.kflags);
 
 	if (f & IORING_SQ_CQ_OVERFLOW)
@@ -678,7 +678,7 @@ static void ur_poll(struct vio_worker *w)
  */
 static void ur_poll_park(struct vio_worker *w)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 	unsigned f = IO_URING_READ_ONCE(*uw->ring.sq.kflags);
 
 	if (f & (IORING_SQ_TASKRUN | IORING_SQ_CQ_OVERFLOW)) {
@@ -700,7 +700,7 @@ static void ur_poll_park(struct vio_worker *w)
 
 static void ur_flush(struct vio_worker *w)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 	unsigned n = io_uring_sq_ready(&uw->ring);
 
 	if (n == 0)
@@ -725,7 +725,7 @@ static void ur_flush(struct vio_worker *w)
  */
 static void ur_wait(struct vio_worker *w, int64_t timeout_ns)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 	uint64_t before = uw->io_cqes;
 
 	if (!uw->efd_armed)
@@ -757,7 +757,7 @@ static void ur_wait(struct vio_worker *w, int64_t timeout_ns)
 static void ur_kick(struct vio_worker *w)
 {
 	uint64_t one = 1;
-	ssize_t r = write(uw_of(w)->efd, &one, sizeof(one));
+	ssize_t r = write(uring_worker(w)->efd, &one, sizeof(one));
 
 	(void)r; /* EAGAIN: the counter is saturated, a wakeup is pending */
 }
@@ -787,7 +787,7 @@ const struct vio_backend_ops vio__uring_ops = {
  * next poll collects (deferred task work, CQEs not reaped yet)? */
 bool vio__uring_test_pending(struct vio_worker *w)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 
 	return (IO_URING_READ_ONCE(*uw->ring.sq.kflags) & IORING_SQ_TASKRUN) ||
 	       io_uring_cq_ready(&uw->ring);

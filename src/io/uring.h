@@ -76,7 +76,8 @@ struct vio_uring_w {
 	uint32_t fx_n;              /* slots */
 };
 
-static inline struct vio_uring_w *uw_of(struct vio_worker *w)
+/* The io_uring backend's state of worker w. */
+static inline struct vio_uring_w *uring_worker(struct vio_worker *w)
 {
 	return w->be;
 }

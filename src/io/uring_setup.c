@@ -231,7 +231,7 @@ out:
 
 static int bufs_init(struct vio_worker *w)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 	const struct vio_config *cfg = &w->io->cfg;
 	unsigned n = cfg->recv_buffers;
 	long page = sysconf(_SC_PAGESIZE);
@@ -312,7 +312,7 @@ err_free:
 
 void vio__uring_worker_fini(struct vio_worker *w)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 
 	if (!uw)
 		return;
@@ -336,7 +336,7 @@ void vio__uring_worker_fini(struct vio_worker *w)
  * the ring's issuer. Without it, every descriptor is used as it is. */
 static void fx_init(struct vio_worker *w)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 	struct rlimit rl;
 	uint32_t n = VIO_FIXED_FILES_MAX;
 	int r;
@@ -360,7 +360,7 @@ static void fx_init(struct vio_worker *w)
 
 int vio__uring_worker_start(struct vio_worker *w)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 
 	if (w->io->uring_flags & IORING_SETUP_R_DISABLED) {
 		/* liburing 2.3 declares io_uring_enable_rings but does not
@@ -380,7 +380,7 @@ int vio__uring_worker_start(struct vio_worker *w)
  * within a second is left to the ring's teardown. */
 void vio__uring_worker_stop(struct vio_worker *w)
 {
-	struct vio_uring_w *uw = uw_of(w);
+	struct vio_uring_w *uw = uring_worker(w);
 	int64_t end = vb_now_ns() + 1000 * VB_NS_PER_MS;
 
 	uw->stopping = true;
