@@ -40,7 +40,8 @@ struct ev_opx {
 static_assert(sizeof(struct ev_opx) <= sizeof(((struct vio_op *)0)->u), "ev_opx fits in vio_op.u");
 static_assert(sizeof(ev_io) <= sizeof(((struct vio_lsock *)0)->evw), "ev_io fits in vio_lsock.evw");
 
-static struct vio_ev_w *ew_of(struct vio_worker *w)
+/* The libev backend's state of worker w. */
+static struct vio_ev_w *evloop_worker(struct vio_worker *w)
 {
 	return w->be;
 }
@@ -153,17 +154,17 @@ static void op_cb(struct ev_loop *loop, ev_io *io, int revents)
 	struct vio_op *op = op_of(io);
 
 	(void)revents;
-	ew_of(w)->io_events++;
+	evloop_worker(w)->io_events++;
 	if (!attempt(w, op))
 		return; /* spurious readiness: keep waiting */
 	ev_io_stop(loop, io);
-	list_del(ew_of(w), op);
+	list_del(evloop_worker(w), op);
 	vio__op_complete(w, op, op->res);
 }
 
 static void ev_submit(struct vio_worker *w, struct vio_op *op)
 {
-	struct vio_ev_w *ew = ew_of(w);
+	struct vio_ev_w *ew = evloop_worker(w);
 	struct ev_opx *x = opx(op);
 
 	ev_io_init(&x->io, op_cb, op->conn->fd, op->kind == VIO_K_RECV ? EV_READ : EV_WRITE);
@@ -177,7 +178,7 @@ static void ev_submit(struct vio_worker *w, struct vio_op *op)
 
 static void ev_cancel(struct vio_worker *w, struct vio_op *op)
 {
-	struct vio_ev_w *ew = ew_of(w);
+	struct vio_ev_w *ew = evloop_worker(w);
 
 	/* The watcher stops before anyone may close the fd (libev must not
 	 * keep an fd it does not own). */
@@ -194,7 +195,7 @@ static void lsock_cb(struct ev_loop *loop, ev_io *io, int revents)
 	struct vio_lsock *ls = vb_container_of((void *)io, struct vio_lsock, evw);
 
 	(void)revents;
-	ew_of(w)->io_events++;
+	evloop_worker(w)->io_events++;
 	for (unsigned i = 0; i < 64; i++) {
 		int fd = accept4(ls->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
@@ -225,7 +226,7 @@ static void ev_lsock_arm(struct vio_worker *w, struct vio_lsock *ls)
 	if (ls->armed || ls->stopping || ls->fd_closed)
 		return;
 	ev_io_init(io, lsock_cb, ls->fd, EV_READ);
-	ev_io_start(ew_of(w)->loop, io);
+	ev_io_start(evloop_worker(w)->loop, io);
 	ls->armed = true;
 	VIO_STAT_INC(w, submitted);
 }
@@ -233,7 +234,7 @@ static void ev_lsock_arm(struct vio_worker *w, struct vio_lsock *ls)
 static void ev_lsock_stop(struct vio_worker *w, struct vio_lsock *ls)
 {
 	if (ls->armed) {
-		ev_io_stop(ew_of(w)->loop, (ev_io *)(void *)ls->evw);
+		ev_io_stop(evloop_worker(w)->loop, (ev_io *)(void *)ls->evw);
 		ls->armed = false;
 	}
 	if (!ls->fd_closed) {
@@ -257,7 +258,7 @@ static void timer_cb(struct ev_loop *loop, ev_timer *t, int revents)
 
 static void ev_wait(struct vio_worker *w, int64_t timeout_ns)
 {
-	struct vio_ev_w *ew = ew_of(w);
+	struct vio_ev_w *ew = evloop_worker(w);
 	uint64_t before = ew->io_events;
 
 	if (timeout_ns == 0) {
@@ -277,12 +278,12 @@ static void ev_wait(struct vio_worker *w, int64_t timeout_ns)
 
 static void ev_poll(struct vio_worker *w)
 {
-	ev_run(ew_of(w)->loop, EVRUN_NOWAIT);
+	ev_run(evloop_worker(w)->loop, EVRUN_NOWAIT);
 }
 
 static void ev_kick(struct vio_worker *w)
 {
-	ev_async_send(ew_of(w)->loop, &ew_of(w)->async);
+	ev_async_send(evloop_worker(w)->loop, &evloop_worker(w)->async);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -310,7 +311,7 @@ static int ev_worker_init(struct vio_worker *w)
 
 static void ev_worker_fini(struct vio_worker *w)
 {
-	struct vio_ev_w *ew = ew_of(w);
+	struct vio_ev_w *ew = evloop_worker(w);
 
 	if (!ew)
 		return;
@@ -328,7 +329,7 @@ static int ev_worker_start(struct vio_worker *w)
 /* Complete every op still waiting, so their task references drop. */
 static void ev_worker_stop(struct vio_worker *w)
 {
-	struct vio_ev_w *ew = ew_of(w);
+	struct vio_ev_w *ew = evloop_worker(w);
 
 	while (ew->inflight)
 		ev_cancel(w, ew->inflight);
