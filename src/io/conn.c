@@ -19,15 +19,15 @@
  * [C3] close_count fetch_sub (acq_rel): the last of the task and the
  *      completing owners closes the fd after everyone is done with it.
  * Registered files (io_uring, fixed_files): the connection's first
- * operation offers fd to its worker's table (slot = fd); c->fx_w names that
+ * operation offers fd to its worker's table (slot = fd); c->fixed_w names that
  * worker, written by the task before that operation and never again. Only
  * that worker's submissions use the slot (its owner-private table state
  * says so); a task stolen elsewhere submits with the regular fd. The slot
- * holds a reference on the socket, so it is cleared on c->fx_w, and only
+ * holds a reference on the socket, so it is cleared on c->fixed_w, and only
  * there, before fd is closed (vio__conn_close_fd, vio_conn_close): from
- * another thread through c->fx_w's mailbox ([IM1]/[IM2] in op.c carry the
+ * another thread through c->fixed_w's mailbox ([IM1]/[IM2] in op.c carry the
  * request), which then closes fd itself; the poster shuts the socket down
- * first, so the peer sees the end at once. A completing owner reads c->fx_w
+ * first, so the peer sees the end at once. A completing owner reads c->fixed_w
  * in vio__conn_detached_done after its [IO1] saw the task's [IO4]
  * (DETACHED): that pair carries the task's write.
  * Per-connection atomics share cache lines on purpose: they are contended
@@ -96,20 +96,20 @@ static void note_worker(struct vio_conn *c, struct vio_worker *w)
 
 /* Before the connection's first operation on w (not a close): offer fd to
  * w's registered-file table, once. */
-static void fx_claim(struct vio_conn *c, struct vio_worker *w)
+static void fixed_claim(struct vio_conn *c, struct vio_worker *w)
 {
 	const struct vio_backend_ops *be = w->io->be;
 
-	if (c->cflags & VIO_CF_FX_TRIED)
+	if (c->cflags & VIO_CF_FIXED_TRIED)
 		return;
-	c->cflags |= VIO_CF_FX_TRIED;
-	if (be->fx_install && be->fx_install(w, c))
-		c->fx_w = w;
+	c->cflags |= VIO_CF_FIXED_TRIED;
+	if (be->fixed_install && be->fixed_install(w, c))
+		c->fixed_w = w;
 }
 
-void vio__fx_post_close(struct vio_worker *w, int fd)
+void vio__fixed_post_close(struct vio_worker *w, int fd)
 {
-	struct vio_req *r = &w->fx_reqs[fd];
+	struct vio_req *r = &w->fixed_reqs[fd];
 
 	/* The peer must not wait for w: w runs its mailbox only between
 	 * polls, so behind one long poll the socket would stay open (the
@@ -123,20 +123,20 @@ void vio__fx_post_close(struct vio_worker *w, int fd)
 	(void)shutdown(fd, SHUT_RDWR);
 	/* Ours until the handler runs: slot fd is installed once at a time,
 	 * and w frees it only by closing fd. Published by [IM1]. */
-	r->type = VIO_REQ_FX_CLOSE;
+	r->type = VIO_REQ_FIXED_CLOSE;
 	vio__mbox_post(w, r);
 }
 
 void vio__conn_close_fd(struct vio_conn *c)
 {
-	struct vio_worker *h = c->fx_w;
+	struct vio_worker *h = c->fixed_w;
 
 	if (!h)
 		close(c->fd);
 	else if (h == vio__self())
-		h->io->be->fx_close(h, c->fd);
+		h->io->be->fixed_close(h, c->fd);
 	else
-		vio__fx_post_close(h, c->fd);
+		vio__fixed_post_close(h, c->fd);
 }
 
 /* An op that is not idle: collect it, or cancel it when the deadline has
@@ -184,7 +184,7 @@ static enum vrt_poll conn_op(struct vio_conn *c, struct vio_worker *w, struct vi
 	op->tflags = 0;
 	note_worker(c, w);
 	if (kind != VIO_K_CLOSE)
-		fx_claim(c, w);
+		fixed_claim(c, w);
 	if (vio__op_start(w, op)) {
 		*res = op->res;
 		return VRT_READY;
@@ -442,7 +442,7 @@ enum vrt_poll vio_conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *
 		c->rx.kind = VIO_K_RECV_MS;
 		c->rx.tflags = 0;
 		note_worker(c, w);
-		fx_claim(c, w);
+		fixed_claim(c, w);
 		VIO_STAT_INC(w, recv_multishot_arms);
 		vio__op_start(w, &c->rx); /* never finishes at once */
 		return VRT_PENDING;
@@ -614,10 +614,10 @@ enum vrt_poll vio_conn_close(struct vio_conn *c, int *res)
 		rx_release_all(w, c);
 		c->rx.kind = VIO_K_NONE;
 		c->tx.kind = VIO_K_NONE;
-		if (c->fx_w && c->fx_w != w) {
+		if (c->fixed_w && c->fixed_w != w) {
 			/* Its table slot is on another worker, which must clear
 			 * it before the socket closes: that worker closes it. */
-			vio__fx_post_close(c->fx_w, c->fd);
+			vio__fixed_post_close(c->fixed_w, c->fd);
 			c->fd = -1;
 			*res = 0;
 			return VRT_READY;

@@ -402,14 +402,14 @@ const char *vio_backend_reason(const struct vio *io)
  * cut at shutdown on another worker): close them; their table slots go
  * with the ring. Other requests left in the mailbox are dropped, as
  * before. No worker runs. */
-static void fx_close_left(struct vio_worker *w)
+static void fixed_close_left(struct vio_worker *w)
 {
 	/* [IM2] acquire: pairs with [IM1] of the posts. */
 	struct vio_req *r = atomic_exchange_explicit(&w->mbox, NULL, memory_order_acquire);
 
 	for (; r; r = r->next)
-		if (r->type == VIO_REQ_FX_CLOSE)
-			close((int)(r - w->fx_reqs));
+		if (r->type == VIO_REQ_FIXED_CLOSE)
+			close((int)(r - w->fixed_reqs));
 }
 
 void vio_free(struct vio *io)
@@ -421,7 +421,7 @@ void vio_free(struct vio *io)
 	for (unsigned i = 0; i < io->nworkers; i++) {
 		struct vio_worker *w = &io->w[i];
 
-		fx_close_left(w);
+		fixed_close_left(w);
 		io->be->worker_fini(w);
 		vio__theap_fini(&w->heap);
 		free(w->lsocks);

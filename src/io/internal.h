@@ -65,9 +65,9 @@ enum vio_kind {
 #define VIO_MS_REARM 1
 
 /* conn->cflags (task-private) */
-#define VIO_CF_EOF        0x1u
-#define VIO_CF_PLAIN_ONCE 0x2u /* ENOBUFS: next receive is a plain recv */
-#define VIO_CF_FX_TRIED   0x4u /* the first operation has offered fd to its worker's table */
+#define VIO_CF_EOF         0x1u
+#define VIO_CF_PLAIN_ONCE  0x2u /* ENOBUFS: next receive is a plain recv */
+#define VIO_CF_FIXED_TRIED 0x4u /* the first operation has offered fd to its worker's table */
 
 /* ------------------------------------------------------------- mailbox */
 
@@ -75,7 +75,7 @@ enum vio_req_type {
 	VIO_REQ_CANCEL = 1,    /* struct vio_op.req */
 	VIO_REQ_LSOCK_ARM,     /* struct vio_lsock.arm_req */
 	VIO_REQ_LSOCK_STOP,    /* struct vio_lsock.stop_req */
-	VIO_REQ_FX_CLOSE,      /* w->fx_reqs[fd]: clear table slot fd, close fd */
+	VIO_REQ_FIXED_CLOSE,   /* w->fixed_reqs[fd]: clear table slot fd, close fd */
 };
 
 /* Registered-file table slots per io_uring worker at most (slot = fd; a
@@ -212,10 +212,10 @@ struct vio_backend_ops {
 	/* Owner, in the connection's task, before its first operation: put
 	 * c->fd into w's registered-file table (slot c->fd); true when it is
 	 * (NULL: no table). */
-	bool (*fx_install)(struct vio_worker *w, struct vio_conn *c);
+	bool (*fixed_install)(struct vio_worker *w, struct vio_conn *c);
 	/* Owner: clear table slot fd, then close fd (the connection is over;
 	 * nothing of it is in flight). */
-	void (*fx_close)(struct vio_worker *w, int fd);
+	void (*fixed_close)(struct vio_worker *w, int fd);
 };
 
 extern const struct vio_backend_ops vio__uring_ops;
@@ -267,11 +267,11 @@ struct vio_worker {
 	uint32_t buf_size, buf_count;
 	struct vio_buf *bufs;
 	void *be;                    /* backend state (struct vio_uring_w / vio_ev_w) */
-	/* Registered-file table (uring, fixed_files): fx_reqs[fd] is the
+	/* Registered-file table (uring, fixed_files): fixed_reqs[fd] is the
 	 * mailbox request that asks this worker to clear slot fd and close fd
 	 * (any thread fills it before posting it, [IM1]; a slot is installed,
 	 * so asked for, at most once at a time); NULL: no table. */
-	struct vio_req *fx_reqs;
+	struct vio_req *fixed_reqs;
 	struct vio_wstats st;
 
 	/* Written by unpark (any thread) and the owner. */
@@ -293,7 +293,7 @@ struct vio {
 	char reason[224];
 	unsigned uring_flags;             /* io_uring setup flags chosen by the probe */
 	bool pbuf_ok;                     /* provided-buffer rings can be registered */
-	bool fx_ok;                       /* fixed_files and a sparse registered-file table works */
+	bool fixed_ok;                    /* fixed_files and a sparse registered-file table works */
 	uint32_t rx_throttle;             /* buffers a connection may hold before its multishot stops */
 	uint32_t rx_squeeze;              /* buffers out per worker above which connections get fair shares */
 	/* Heap copies of received bytes (fair shares, conn.c rx_fair) are
@@ -353,11 +353,11 @@ void vio__conn_rx_push(struct vio_worker *w, struct vio_conn *c, struct vio_buf 
 /* Owner: an abandoned connection's op ended: drain and count down. */
 void vio__conn_detached_done(struct vio_worker *w, struct vio_op *op);
 /* Any thread, once nothing of c is in flight: close c->fd, through the
- * worker whose registered-file table holds it (c->fx_w), which clears the
+ * worker whose registered-file table holds it (c->fixed_w), which clears the
  * slot first. */
 void vio__conn_close_fd(struct vio_conn *c);
-/* Any thread: ask w (c->fx_w) to clear slot fd and close fd. */
-void vio__fx_post_close(struct vio_worker *w, int fd);
+/* Any thread: ask w (c->fixed_w) to clear slot fd and close fd. */
+void vio__fixed_post_close(struct vio_worker *w, int fd);
 
 /* Provided buffers: return b to its ring (from any worker). */
 void vio__buf_release(struct vio_worker *self, struct vio_buf *b);

@@ -235,7 +235,7 @@ struct vio_conn {
 	struct vio_worker *last_worker;  /* private: migration statistics */
 	_Atomic int64_t rx_at;           /* private: rx_tx histogram's start; vio_conn_rx_at */
 	int64_t *trace_tx;               /* private: vio_conn_trace_tx's stamps, or NULL */
-	struct vio_worker *fx_w;         /* private: the worker whose registered-file
+	struct vio_worker *fixed_w;      /* private: the worker whose registered-file
 					  * table holds fd (uring, fixed_files), or NULL;
 					  * written by the task before its first
 					  * operation, never again */

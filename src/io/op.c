@@ -207,10 +207,10 @@ void vio__mbox_run(struct vio_worker *w)
 			w->io->be->lsock_arm(w, ls);
 			break;
 		}
-		case VIO_REQ_FX_CLOSE:
+		case VIO_REQ_FIXED_CLOSE:
 			/* r is reusable once fd is closed: nothing after this. */
 			VIO_STAT_INC(w, fixed_remote_closes);
-			w->io->be->fx_close(w, (int)(r - w->fx_reqs));
+			w->io->be->fixed_close(w, (int)(r - w->fixed_reqs));
 			break;
 		case VIO_REQ_LSOCK_STOP: {
 			struct vio_lsock *ls = vb_container_of(r, struct vio_lsock, stop_req);

@@ -42,7 +42,7 @@ bool vio__uring_test_sq_busy;
  * kernel may end them on an O_NONBLOCK socket. */
 uint32_t vio__uring_test_eagain_permille;
 
-static struct vb_ratelimit fx_rl = VB_RATELIMIT_INIT(5000, 3);
+static struct vb_ratelimit fixed_rl = VB_RATELIMIT_INIT(5000, 3);
 
 /* ------------------------------------------------------------ submission */
 
@@ -232,51 +232,51 @@ static bool test_fake_eagain(struct vio_worker *w, struct vio_op *op, struct io_
 /* ------------------------------------------------ registered-file table */
 
 /* Slot fd of w's table holds descriptor fd. Owner. */
-static bool fx_holds(const struct vio_uring_w *uw, int fd)
+static bool fixed_holds(const struct vio_uring_w *uw, int fd)
 {
-	return uw->fx_on && fd >= 0 && (uint32_t)fd < uw->fx_n && uw->fx_on[fd];
+	return uw->fixed_held && fd >= 0 && (uint32_t)fd < uw->fixed_slots && uw->fixed_held[fd];
 }
 
 /* Queue the clear of slot fd if it is set: ahead of whatever closes fd. */
-static void fx_clear(struct vio_worker *w, int fd)
+static void fixed_clear(struct vio_worker *w, int fd)
 {
 	struct vio_uring_w *uw = uring_worker(w);
 	struct io_uring_sqe *sqe;
 
-	if (!fx_holds(uw, fd))
+	if (!fixed_holds(uw, fd))
 		return;
-	uw->fx_on[fd] = 0;
+	uw->fixed_held[fd] = 0;
 	sqe = vio__uring_get_sqe(w);
 	io_uring_prep_close_direct(sqe, (unsigned)fd);
 	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
-	io_uring_sqe_set_data64(sqe, ((uint64_t)fd << 3) | TAG_FX);
+	io_uring_sqe_set_data64(sqe, ((uint64_t)fd << 3) | TAG_FIXED);
 }
 
-static bool ur_fx_install(struct vio_worker *w, struct vio_conn *c)
+static bool ur_fixed_install(struct vio_worker *w, struct vio_conn *c)
 {
 	struct vio_uring_w *uw = uring_worker(w);
 	struct io_uring_sqe *sqe;
 	int fd = c->fd;
 
 	/* Set already: impossible while fd is open (conn.c); stay regular. */
-	if (!uw->fx_on || fd < 0 || (uint32_t)fd >= uw->fx_n || uw->fx_on[fd])
+	if (!uw->fixed_held || fd < 0 || (uint32_t)fd >= uw->fixed_slots || uw->fixed_held[fd])
 		return false;
 	sqe = vio__uring_get_sqe(w);
 	/* The kernel reads c->fd when the SQE is issued: the operation the
 	 * task submits next holds its memory until after that. */
 	io_uring_prep_files_update(sqe, &c->fd, 1, fd);
 	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
-	io_uring_sqe_set_data64(sqe, ((uint64_t)fd << 3) | TAG_FX);
-	uw->fx_on[fd] = 1;
+	io_uring_sqe_set_data64(sqe, ((uint64_t)fd << 3) | TAG_FIXED);
+	uw->fixed_held[fd] = 1;
 	VIO_STAT_INC(w, fixed_installs);
 	return true;
 }
 
-static void ur_fx_close(struct vio_worker *w, int fd)
+static void ur_fixed_close(struct vio_worker *w, int fd)
 {
 	struct io_uring_sqe *sqe;
 
-	fx_clear(w, fd);
+	fixed_clear(w, fd);
 	sqe = vio__uring_get_sqe(w);
 	io_uring_prep_close(sqe, fd);
 	io_uring_sqe_set_data64(sqe, user_data(NULL, TAG_IGNORE));
@@ -287,10 +287,10 @@ static void ur_fx_close(struct vio_worker *w, int fd)
  * connection's fixed operations fail (-EBADF) and it ends; its clear
  * fails too, harmlessly. Unmarking here could unmark a later install of
  * the same number whose update is already queued. */
-static void fx_cqe(struct vio_worker *w, int res)
+static void fixed_cqe(struct vio_worker *w, int res)
 {
 	VIO_STAT_INC(w, fixed_update_errors);
-	vb_log_rl(&fx_rl, LOG_WARNING, "io: worker %u: registered-file update: %s", w->id,
+	vb_log_rl(&fixed_rl, LOG_WARNING, "io: worker %u: registered-file update: %s", w->id,
 		  strerror(-res));
 }
 
@@ -303,12 +303,12 @@ static void prep_op(struct vio_worker *w, struct vio_op *op)
 	bool fixed;
 
 	if (op->kind == VIO_K_CLOSE)
-		fx_clear(w, fd); /* before the close's SQE */
+		fixed_clear(w, fd); /* before the close's SQE */
 	sqe = vio__uring_get_sqe(w);
 	if (test_fake_eagain(w, op, sqe))
 		return;
 	/* Slot fd of this ring holds this connection's socket (conn.c). */
-	fixed = op->kind != VIO_K_CLOSE && fx_holds(uring_worker(w), fd);
+	fixed = op->kind != VIO_K_CLOSE && fixed_holds(uring_worker(w), fd);
 	if (fixed)
 		VIO_STAT_INC(w, fixed_ops);
 	switch (op->kind) {
@@ -596,8 +596,8 @@ static void cqe_dispatch(struct vio_worker *w, const struct io_uring_cqe *cqe)
 	case TAG_IGNORE:
 		uw->inflight--;
 		break;
-	case TAG_FX:
-		fx_cqe(w, cqe->res);
+	case TAG_FIXED:
+		fixed_cqe(w, cqe->res);
 		break;
 	default:
 		VB_BUG_ON(1);
@@ -779,8 +779,8 @@ const struct vio_backend_ops vio__uring_ops = {
 	.lsock_arm = ur_lsock_arm,
 	.lsock_stop = ur_lsock_stop,
 	.buf_recycle = ur_buf_recycle,
-	.fx_install = ur_fx_install,
-	.fx_close = ur_fx_close,
+	.fixed_install = ur_fixed_install,
+	.fixed_close = ur_fixed_close,
 };
 
 /* Test hook (w's own thread): does the kernel hold completions that w's

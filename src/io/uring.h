@@ -13,9 +13,9 @@
  * io_uring_setup_buf_ring); an eventfd read kept armed while the worker
  * sleeps so that unpark ends io_uring_enter. With fixed_files, a sparse
  * registered-file table per ring: a connection's descriptor is put at slot
- * fd by its first operation's worker (fx_install), whose later receives and
+ * fd by its first operation's worker (fixed_install), whose later receives and
  * sends on this ring then say IOSQE_FIXED_FILE; the slot is cleared on this
- * ring before the descriptor closes (fx_clear). An update is an SQE that
+ * ring before the descriptor closes (fixed_clear). An update is an SQE that
  * rides the next enter (no system call of its own) and posts a CQE only
  * when it fails (IOSQE_CQE_SKIP_SUCCESS); the SQ is issued in order, so an
  * update is in the table before any later SQE of the ring looks it up.
@@ -39,7 +39,7 @@ enum {
 	TAG_LSOCK = 2,  /* struct vio_lsock, accept */
 	TAG_WAKE = 3,   /* the eventfd read */
 	TAG_IGNORE = 4, /* cancel requests: result not needed */
-	TAG_FX = 5,     /* a registered-file update that failed (slot << 3) */
+	TAG_FIXED = 5,  /* a registered-file update that failed (slot << 3) */
 };
 #define TAG_MASK 7u
 
@@ -69,11 +69,11 @@ struct vio_uring_w {
 	struct io_uring_buf_ring *br;
 	size_t br_bytes, buf_bytes;
 	unsigned br_mask;
-	/* Registered-file table: fx_on[fd] says slot fd holds descriptor fd
-	 * (set when its install is queued, cleared when its clear is); the
+	/* Registered-file table: fixed_held[fd] says slot fd holds descriptor
+	 * fd (set when its install is queued, cleared when its clear is); the
 	 * descriptor stays open while it is set (see conn.c). NULL: none. */
-	uint8_t *fx_on;
-	uint32_t fx_n;              /* slots */
+	uint8_t *fixed_held;
+	uint32_t fixed_slots;
 };
 
 /* The io_uring backend's state of worker w. */

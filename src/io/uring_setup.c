@@ -143,7 +143,7 @@ int vio__uring_probe(struct vio *io, char *why, size_t whylen)
 	struct io_uring ring;
 	struct io_uring_params p;
 	struct io_uring_probe *probe;
-	char ftext[96], fxtext[64];
+	char ftext[96], fixed_text[64];
 	const char *lack = NULL;
 	unsigned i, flags = 0;
 	int r = -EINVAL;
@@ -205,23 +205,23 @@ int vio__uring_probe(struct vio *io, char *why, size_t whylen)
 			munmap(br, (size_t)page);
 		}
 	}
-	io->fx_ok = cfg->fixed_files && !lack;
-	if (io->fx_ok)
-		snprintf(fxtext, sizeof(fxtext), "; fixed files");
+	io->fixed_ok = cfg->fixed_files && !lack;
+	if (io->fixed_ok)
+		snprintf(fixed_text, sizeof(fixed_text), "; fixed files");
 	else if (cfg->fixed_files)
-		snprintf(fxtext, sizeof(fxtext), "; no fixed files (kernel lacks %s)", lack);
+		snprintf(fixed_text, sizeof(fixed_text), "; no fixed files (kernel lacks %s)", lack);
 	else
-		snprintf(fxtext, sizeof(fxtext), "; fixed files off");
+		snprintf(fixed_text, sizeof(fixed_text), "; fixed files off");
 	flags_text(flags, ftext, sizeof(ftext));
 	if (io->pbuf_ok)
 		snprintf(why, whylen, "%s; sq %u, cq %u; multishot recv, %u x %u B buffers/worker%s%s",
 			 ftext, p.sq_entries, p.cq_entries, cfg->recv_buffers,
-			 cfg->recv_buffer_size, min_timeout_text(&p), fxtext);
+			 cfg->recv_buffer_size, min_timeout_text(&p), fixed_text);
 	else
 		snprintf(why, whylen, "%s; sq %u, cq %u; plain recv%s%s%s", ftext, p.sq_entries,
 			 p.cq_entries,
 			 cfg->recv_buffers && cfg->recv_multishot ? " (no buffer rings)" : "",
-			 min_timeout_text(&p), fxtext);
+			 min_timeout_text(&p), fixed_text);
 out:
 	io_uring_queue_exit(&ring);
 	return r;
@@ -319,9 +319,9 @@ void vio__uring_worker_fini(struct vio_worker *w)
 	io_uring_queue_exit(&uw->ring); /* the kernel cancels what is left */
 	close(uw->efd);
 	free(uw->cq_stash);
-	free(uw->fx_on);
-	free(w->fx_reqs);
-	w->fx_reqs = NULL;
+	free(uw->fixed_held);
+	free(w->fixed_reqs);
+	w->fixed_reqs = NULL;
 	if (w->buf_base) {
 		munmap(uw->br, uw->br_bytes);
 		munmap(w->buf_base, uw->buf_bytes);
@@ -334,7 +334,7 @@ void vio__uring_worker_fini(struct vio_worker *w)
 /* The sparse table: one slot per descriptor number the process may have
  * (RLIMIT_NOFILE now, at most VIO_FIXED_FILES_MAX). On the worker thread,
  * the ring's issuer. Without it, every descriptor is used as it is. */
-static void fx_init(struct vio_worker *w)
+static void fixed_table_init(struct vio_worker *w)
 {
 	struct vio_uring_w *uw = uring_worker(w);
 	struct rlimit rl;
@@ -343,19 +343,19 @@ static void fx_init(struct vio_worker *w)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < n)
 		n = (uint32_t)rl.rlim_cur;
-	uw->fx_on = calloc(n, sizeof(*uw->fx_on));
-	w->fx_reqs = calloc(n, sizeof(*w->fx_reqs));
-	r = uw->fx_on && w->fx_reqs ? io_uring_register_files_sparse(&uw->ring, n) : -ENOMEM;
+	uw->fixed_held = calloc(n, sizeof(*uw->fixed_held));
+	w->fixed_reqs = calloc(n, sizeof(*w->fixed_reqs));
+	r = uw->fixed_held && w->fixed_reqs ? io_uring_register_files_sparse(&uw->ring, n) : -ENOMEM;
 	if (r < 0) {
 		vb_warn("io: worker %u: no registered-file table (%s); regular descriptors",
 			w->id, strerror(-r));
-		free(uw->fx_on);
-		free(w->fx_reqs);
-		uw->fx_on = NULL;
-		w->fx_reqs = NULL;
+		free(uw->fixed_held);
+		free(w->fixed_reqs);
+		uw->fixed_held = NULL;
+		w->fixed_reqs = NULL;
 		return;
 	}
-	uw->fx_n = n;
+	uw->fixed_slots = n;
 }
 
 int vio__uring_worker_start(struct vio_worker *w)
@@ -370,8 +370,8 @@ int vio__uring_worker_start(struct vio_worker *w)
 			return -errno;
 	}
 	uw->stopping = false;
-	if (w->io->fx_ok && !uw->fx_on)
-		fx_init(w);
+	if (w->io->fixed_ok && !uw->fixed_held)
+		fixed_table_init(w);
 	return 0;
 }
 
