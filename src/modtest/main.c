@@ -226,7 +226,8 @@ static int load(const struct opts *o, const char *name, struct vjob_mod **out)
 
 		if (!eq || eq == o->sets[i] || (size_t)(eq - o->sets[i]) >= sizeof(key)) {
 			fprintf(stderr, "voltd-modtest: --set %s: not KEY=VALUE\n", o->sets[i]);
-			return EXIT_USAGE;
+			rc = EXIT_USAGE;
+			goto refused;
 		}
 		memcpy(key, o->sets[i], (size_t)(eq - o->sets[i]));
 		key[eq - o->sets[i]] = '\0';
@@ -236,17 +237,20 @@ static int load(const struct opts *o, const char *name, struct vjob_mod **out)
 			for (size_t j = 0; j < vjob_mod_key_count(m); j++)
 				fprintf(stderr, "%s %s", j ? "," : "", vjob_mod_key(m, j)->name);
 			fprintf(stderr, "%s)\n", vjob_mod_key_count(m) ? "" : " none");
-			return EX_CONFIG;
+			rc = EX_CONFIG;
+			goto refused;
 		}
 		if (vjob_mod_key_set(m, (size_t)k, eq + 1, err, sizeof(err)) < 0) {
 			fprintf(stderr, "voltd-modtest: module.%s.%s: %s\n", name, key, err);
-			return EX_CONFIG;
+			rc = EX_CONFIG;
+			goto refused;
 		}
 	}
 	rc = vjob_mod_start(m, o->check ? VOLTD_INIT_CHECK : 0, err, sizeof(err));
 	if (rc < 0) {
 		fprintf(stderr, "voltd-modtest: module.%s: %s\n", name, err);
-		return EX_CONFIG;
+		rc = EX_CONFIG;
+		goto refused;
 	}
 	vjob_registry_freeze();
 	fprintf(stderr, "module: %s %s (%s), ABI %d.%u, runs on %d.%u%s%s\n", name, vjob_mod_version(m),
@@ -254,6 +258,9 @@ static int load(const struct opts *o, const char *name, struct vjob_mod **out)
 		vjob_mod_min_minor(m), *vjob_mod_build_id(m) ? ", build id " : "", vjob_mod_build_id(m));
 	*out = m;
 	return 0;
+refused:
+	vjob_mod_close(m); /* opened, not started: freed (its file stays mapped) */
+	return rc;
 }
 
 /* The whole of a file ("-": stdin) in a malloc'd buffer: 0, or -errno. */
@@ -532,8 +539,10 @@ int main(int argc, char **argv)
 	if (!o.name && name_from_file(o.file, name, sizeof(name)) < 0)
 		return bad_usage("%s: no module name in the file's name: give --name", o.file);
 	rc = load(&o, o.name ? o.name : name, &m);
-	if (rc)
+	if (rc) {
+		vjob_mod_shutdown_all(); /* the built-in module's */
 		return rc;
+	}
 	if (o.check) {
 		fprintf(stderr, "module OK\n");
 		vjob_mod_shutdown_all();

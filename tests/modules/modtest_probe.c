@@ -7,7 +7,8 @@
  * the body), probe_prefix its path under a prefix route, probe_fail fails
  * its step (-EIO), probe_slow runs one step of 30 ms (over any slice),
  * probe_status answers the status its query asks for with a body. Its
- * key limit is there to be set, or refused.
+ * key limit is there to be set, or refused; with fail_init on, its init
+ * refuses to start.
  */
 #include <voltd/module.h>
 
@@ -97,11 +98,26 @@ static const struct voltd_kind kinds[] = {
 	{ .name = NULL },
 };
 
+enum { KEY_LIMIT, KEY_FAIL_INIT };
+
 static const struct voltd_key keys[] = {
-	{ .name = "limit", .type = VOLTD_KEY_INT, .flags = VOLTD_KEY_LIVE, .def = "10", .min = 1, .max = 100,
-	  .doc = "a number, unused" },
+	[KEY_LIMIT] = { .name = "limit", .type = VOLTD_KEY_INT, .flags = VOLTD_KEY_LIVE, .def = "10", .min = 1,
+			.max = 100, .doc = "a number, unused" },
+	[KEY_FAIL_INIT] = { .name = "fail_init", .type = VOLTD_KEY_BOOL, .def = "off",
+			    .doc = "on: init refuses" },
 	{ .name = NULL },
 };
+
+static int probe_init(struct voltd_mod *mod, uint32_t flags, void **data, char *err, size_t errlen)
+{
+	(void)flags;
+	(void)data;
+	if (voltd->key_int(mod, KEY_FAIL_INIT)) {
+		snprintf(err, errlen, "fail_init is on");
+		return -EINVAL;
+	}
+	return 0;
+}
 
 static const struct voltd_module probe = {
 	VOLTD_MODULE_HEAD,
@@ -109,6 +125,7 @@ static const struct voltd_module probe = {
 	.version = "1",
 	.kinds = kinds,
 	.keys = keys,
+	.init = probe_init,
 };
 
 VOLTD_MODULE(probe)

@@ -109,11 +109,14 @@ grep -q 'module name "probe", expected "other"' "$work/err" || fail "name: $(cat
 run 0 --name probe "$work/other.so" probe_prefix --path /t/p/x
 has out 'under the prefix: /t/p/x'
 run 78 "$work/probe.so" probe_fail --set limt=5
-grep -q '^voltd-modtest: module.probe.limt: unknown key (the module declares limit)$' "$work/err" ||
+grep -q '^voltd-modtest: module.probe.limt: unknown key (the module declares limit, fail_init)$' "$work/err" ||
 	fail "key: $(cat "$work/err")"
 run 78 "$work/probe.so" probe_fail --set limit=x
 grep -q "^voltd-modtest: module.probe.limit: 'x' is not a whole number" "$work/err" || fail "value: $(cat "$work/err")"
 run 78 "$work/probe.so" probe_fail --set limit=101
+run 78 "$work/probe.so" probe_fail --set fail_init=on
+grep -q '^voltd-modtest: module.probe: .*probe.so: init failed: fail_init is on$' "$work/err" ||
+	fail "init: $(cat "$work/err")"
 run 0 --check "$work/probe.so" --set limit=5
 has err 'module OK'
 
