@@ -185,7 +185,7 @@ void vch_waiter_cancel(struct vch_waiter *w);
 	X(stolen, COUNTER_SNAP, "", "set: values this member's receivers took from another member") \
 	X(spilled, COUNTER_SNAP, "", "set: values this member's senders put in another member, theirs being full") \
 	X(cross_wakes, COUNTER_SNAP, "", \
-	  "set: receivers of another member woken for a value here, none of this member's waiting") \
+	  "set: receivers waiting on another member that this member's worker woke, the value's member having none") \
 	X(closed, GAUGE_SNAP, "", "1 once the channel is closed")
 
 struct vch_stats {

@@ -86,7 +86,7 @@ struct vch_side_stats {
 	_Atomic uint32_t gap_avg;         /* blocked threads: recent gap estimate (vch__gap_note) */
 	/* A set's member (set.c), counted by the member's own worker: */
 	_Atomic uint64_t crossed;         /* send: spilled; recv: stolen */
-	_Atomic uint64_t cross_wakes;     /* send: waiters of other members woken; recv: unused */
+	_Atomic uint64_t cross_wakes;     /* send: waiters of other members this worker woke; recv: unused */
 };
 
 struct vch {

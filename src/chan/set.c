@@ -144,6 +144,15 @@ static void count(struct vch *ch, _Atomic uint64_t *c)
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
+/* The member whose statistics the calling thread writes: its worker's
+ * (so a member's statistics line stays on its worker), else `dflt`. */
+static struct vch *counted(struct vch_set *s, unsigned dflt)
+{
+	int w = vrt_worker_id();
+
+	return s->m[w >= 0 && (unsigned)w < s->n ? (unsigned)w : dflt];
+}
+
 /* [CS2]: wake a receiver waiting on a member other than i, for member i.
  * True when one was woken. */
 static bool wake_other(struct vch_set *s, unsigned i)
@@ -155,7 +164,9 @@ static bool wake_other(struct vch_set *s, unsigned i)
 		 * [CS5]); see the Ordering block. */
 		if (atomic_load_explicit(&o->recvq.has_waiters, memory_order_seq_cst) != 0 &&
 		    vch__waitq_notify_one(&o->recvq, i)) {
-			count(s->m[i], &s->m[i]->send_stats.cross_wakes);
+			struct vch *c = counted(s, i);
+
+			count(c, &c->send_stats.cross_wakes);
 			return true;
 		}
 	}
@@ -168,6 +179,8 @@ void vch__set_wake_other(struct vch *ch)
 	unsigned i = (unsigned)ch->home;
 	_Atomic uint64_t *word = help_word(s, i);
 
+	if (s->n == 1)
+		return;   /* nobody else to ask */
 	/* [CS1] seq_cst: the bit is asked for before the other queues are
 	 * looked at (a set bit is left alone: its line stays shared); pairs
 	 * with [CS3], which clears it. */
@@ -176,8 +189,7 @@ void vch__set_wake_other(struct vch *ch)
 		/* [CS1] seq_cst: pairs with the receivers' [CS5] and [CS3]. */
 		atomic_fetch_or_explicit(word, help_bit(i), memory_order_seq_cst);
 	}
-	if (s->n > 1)
-		wake_other(s, i);
+	wake_other(s, i);
 }
 
 /*
