@@ -6,7 +6,8 @@
  * base units (nanoseconds become seconds) as the suffix (a row named
  * "<unit>_in" / "<unit>_out" becomes received_<unit> / sent_<unit>; the JSON
  * keys keep the table's name), HELP and TYPE for every family, labels worker
- * / channel / stage / code / kind, enum gauges (rows with states) as state
+ * / channel / stage / code / kind (each worker's channels: worker and
+ * channel), enum gauges (rows with states) as state
  * sets labelled state, histograms as _bucket{le}, _sum, _count; and the
  * process_* families every Prometheus client library exports, read from
  * /proc. Every counter is cumulative since voltd started (`clear counters`
@@ -171,6 +172,28 @@ static void group(FILE *fp, const char *prefix, const struct vb_metric_group *g,
 	      g->values);
 }
 
+/* Each worker's members of the jobs and replies channels (their sums are
+ * voltd_channel_*): voltd_worker_channel_<row>{worker,channel}. */
+static void worker_channels(FILE *fp, const struct vsrv_stats *st)
+{
+	char name[160];
+	bool sec;
+
+	for (size_t r = 0; r < vch_metrics_n; r++) {
+		const struct vb_metric *m = &vch_metrics[r];
+
+		family_name("worker_channel", m, name, sizeof(name), &sec);
+		header(fp, name, m->help, m->kind == VB_METRIC_COUNTER ? "counter" : "gauge");
+		for (unsigned w = 0; w < st->n_workers; w++) {
+			for (unsigned c = 0; c < 2; c++) {
+				fprintf(fp, "%s{worker=\"%u\",channel=\"%s\"}", name, w, c ? "replies" : "jobs");
+				value(fp, vb_metric_get(m, c ? &st->worker_channels[w].replies : &st->worker_channels[w].jobs),
+				      sec);
+			}
+		}
+	}
+}
+
 static void histogram_samples(FILE *fp, const char *name, const char *labels, const struct vb_hist_snap *h)
 {
 	unsigned k = 0;
@@ -216,6 +239,7 @@ void vctl__prom_write(struct vctl *ctl, FILE *fp)
 		const struct vb_metric_group *gr = &vsrv_metric_groups[g];
 		group(fp, *gr->n_rows > 1 ? gr->label : "server", gr, s->srv);
 	}
+	worker_channels(fp, s->srv);
 	/* Per job kind: its counters, then its latency histogram. */
 	const char **kind_names = calloc(s->srv->n_kinds ? s->srv->n_kinds : 1, sizeof(*kind_names));
 	for (unsigned i = 0; kind_names && i < s->srv->n_kinds; i++)

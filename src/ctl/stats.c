@@ -26,7 +26,8 @@
 #include <time.h>
 
 const char *const vctl__stats_sections[] = {
-	"build", "io", "runtime", "workers", "server", "channels", "kinds", "control", "config", NULL,
+	"build", "io", "runtime", "workers", "server", "channels", "worker_channels", "kinds", "control",
+	"config", NULL,
 };
 
 /* The control plane's own counters (ctl.h): section "control", voltd_control_*. */
@@ -209,6 +210,26 @@ static json_t *section_server(const struct vctl_snap *s, const struct vctl_snap 
 	return o;
 }
 
+/* Each worker's members of the jobs and replies channels (whose sums are
+ * the section "channels"): one object per worker and channel. */
+static json_t *section_worker_channels(const struct vctl_snap *s, const struct vctl_snap *b)
+{
+	json_t *a = json_array();
+
+	for (unsigned w = 0; w < s->srv->n_workers; w++) {
+		const struct vsrv_worker_channels *wc = &s->srv->worker_channels[w];
+		const struct vsrv_worker_channels *bc = b && w < b->srv->n_workers ? &b->srv->worker_channels[w] : NULL;
+
+		for (unsigned c = 0; c < 2; c++) {
+			json_t *o = json_pack("{s:i, s:s}", "worker", (json_int_t)w, "channel", c ? "replies" : "jobs");
+			put_table(o, vch_metrics, vch_metrics_n, c ? &wc->replies : &wc->jobs,
+				  bc ? (c ? &bc->replies : &bc->jobs) : NULL);
+			json_array_append_new(a, o);
+		}
+	}
+	return a;
+}
+
 /* The histogram of kind i, minus the baseline's (clear counters). */
 static void kind_hist(const struct vctl_snap *s, const struct vctl_snap *b, unsigned i, struct vb_hist_snap *out)
 {
@@ -303,6 +324,8 @@ int vctl__stats_json(struct vctl *ctl, const char *section, json_t *reply)
 		json_object_set_new(reply, "server", section_server(s, b, false));
 	if (WANT("channels"))
 		json_object_set_new(reply, "channels", section_server(s, b, true));
+	if (WANT("worker_channels"))
+		json_object_set_new(reply, "worker_channels", section_worker_channels(s, b));
 	if (WANT("kinds"))
 		json_object_set_new(reply, "kinds", section_kinds(s, b, tmp));
 	if (WANT("control"))

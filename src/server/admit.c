@@ -67,10 +67,11 @@
 
 bool vsrv__admit_refuses(struct vsrv *srv)
 {
-	/* Relaxed: advice, see the Ordering block. The channel's length
-	 * (its head and tail lines) is read only while refusing. */
+	/* Relaxed: advice, see the Ordering block. The channels' length
+	 * (their head and tail lines, this worker's member first, up to the
+	 * first that holds a job) is read only while refusing. */
 	return atomic_load_explicit(&srv->admit.refusing, memory_order_relaxed) &&
-	       vch_len(srv->jobs) > 0;
+	       vch_set_any(srv->jobs, vsrv__home(srv));
 }
 
 /* delay_shed so far, all workers (read only when an interval closes). */

@@ -410,8 +410,12 @@ struct vsrv {
 
 	struct vio_listener *listeners[VSRV_MAX_LISTEN];
 	unsigned n_listeners;
-	struct vch *jobs, *replies;
-	size_t ready_limit;        /* /readyz: not ready at or above this jobs length */
+	/* One member per worker (chan.h, vch_set): a worker's connections
+	 * send their jobs to its member of `jobs`, its executors take them
+	 * there first and their replies go to its member of `replies`;
+	 * stealing across members spreads a burst. */
+	struct vch_set *jobs, *replies;
+	size_t ready_limit;        /* /readyz: not ready at or above this jobs length (all members) */
 
 	struct vsrv_acceptor **acc;
 	unsigned n_acc;
@@ -500,6 +504,15 @@ static_assert(VSRV_APART(inflight, pool_mu) && VSRV_APART(reg_mu, pool_mu),
 	      "inflight, the registry and the pool share a line");
 
 /* --------------------------------------------------------- cross-file */
+
+/* The stages' member of the channel sets for the calling thread: its
+ * worker's (a thread outside the workers, at shutdown: the first). */
+static inline unsigned vsrv__home(const struct vsrv *srv)
+{
+	int w = vrt_worker_id();
+
+	return w >= 0 && (unsigned)w < srv->nworkers ? (unsigned)w : 0;
+}
 
 static inline struct vsrv_wstats *vsrv__ws(struct vsrv *srv)
 {

@@ -41,19 +41,21 @@ static bool ready_for_jobs(struct vsrv *srv)
 	VB_LINE_WRITE(srv_ready_read);
 	/* Relaxed: a status bit (see vsrv__closing). */
 	return !vsrv__draining(srv) && !atomic_load_explicit(&srv->unready, memory_order_relaxed) &&
-	       vch_len(srv->jobs) < srv->ready_limit;
+	       vch_set_len(srv->jobs) < srv->ready_limit;
 }
 
-/* Offer a job to `jobs`. Its gauge moves to exec first: once sent, the job
- * is an executor's and we may not touch it; if it was not sent, it moves
- * back. */
+/* Offer a job to `jobs`, this worker's member first (a full member
+ * spills to the others: the set is full only when all are). Its gauge
+ * moves to exec first: once sent, the job is an executor's and we may not
+ * touch it; if it was not sent, it moves back. */
 static enum vch_status send_job(struct vsrv_conn *c, struct vsrv_job *job, bool wait)
 {
 	struct vsrv *srv = c->srv;
 	enum vch_status st;
 
 	vsrv__job_stage(srv, job, VSRV_J_EXEC);
-	st = wait ? vch_send_poll(srv->jobs, &c->jw, vch_val(job)) : vch_try_send(srv->jobs, vch_val(job));
+	st = wait ? vch_set_send_poll(srv->jobs, vsrv__home(srv), &c->jw, vch_val(job))
+		  : vch_set_try_send(srv->jobs, vsrv__home(srv), vch_val(job));
 	if (st != VCH_OK)
 		vsrv__job_stage(srv, job, VSRV_J_PARSE);
 	return st;
@@ -125,8 +127,9 @@ static void answer_route(struct vsrv_conn *c, const struct vhttp_request *req,
 		vsrv__respond_text(c, to, 200, "ok\n");
 		break;
 	case VSRV_ROUTE_READYZ:
-		/* Only /readyz reads the jobs channel's length, which reads its
-		 * head and tail lines, written by every send and receive. */
+		/* Only /readyz reads the jobs channels' length, which reads
+		 * every member's head and tail lines, written by every send
+		 * and receive of its worker. */
 		if (ready_for_jobs(srv))
 			vsrv__respond_text(c, to, 200, "ready\n");
 		else

@@ -300,10 +300,11 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 			vb_hist_init(&srv->ws[w].lat[k]);
 	}
 
-	rc = vch_new(cfg->jobs_capacity, &srv->jobs);
+	/* The capacities are the process's: split over the members. */
+	rc = vch_set_new(srv->nworkers, cfg->jobs_capacity, &srv->jobs);
 	if (rc < 0)
 		goto fail;
-	rc = vch_new(cfg->replies_capacity, &srv->replies);
+	rc = vch_set_new(srv->nworkers, cfg->replies_capacity, &srv->replies);
 	if (rc < 0)
 		goto fail;
 	srv->ready_limit = ((size_t)cfg->jobs_capacity * 9 + 9) / 10;
@@ -491,7 +492,7 @@ int vsrv_stop(struct vsrv *srv)
 
 	/* The stages: executors drain `jobs` (every job now belongs to a
 	 * closed connection and is dropped), then the writers. */
-	vch_close(srv->jobs);
+	vch_set_close(srv->jobs);
 	for (unsigned i = 0; i < srv->cfg.exec_tasks; i++) {
 		/* One that waits only on its sleepers' timers would not see
 		 * the close: wake it to drop jobs of closed connections. */
@@ -500,7 +501,7 @@ int vsrv_stop(struct vsrv *srv)
 	}
 	for (unsigned i = 0; i < srv->cfg.exec_tasks; i++)
 		join_spawned(&srv->exec[i]->task, srv->exec[i]->spawned);
-	vch_close(srv->replies);
+	vch_set_close(srv->replies);
 	for (unsigned i = 0; i < srv->cfg.write_tasks; i++)
 		join_spawned(&srv->wr[i]->task, srv->wr[i]->spawned);
 
@@ -511,13 +512,13 @@ int vsrv_stop(struct vsrv *srv)
 	return rc;
 }
 
-static void drain_channel(struct vsrv *srv, struct vch *ch)
+static void drain_channel(struct vsrv *srv, struct vch_set *ch)
 {
 	uint64_t v;
 
 	if (!ch)
 		return;
-	while (vch_try_recv(ch, &v) == VCH_OK)
+	while (vch_set_try_recv(ch, 0, &v) == VCH_OK)
 		vsrv__job_free(srv, vch_ptr(v));
 }
 
@@ -552,9 +553,9 @@ void vsrv_free(struct vsrv *srv)
 	drain_channel(srv, srv->jobs);
 	drain_channel(srv, srv->replies);
 	if (srv->jobs)
-		vch_free(srv->jobs);
+		vch_set_free(srv->jobs);
 	if (srv->replies)
-		vch_free(srv->replies);
+		vch_set_free(srv->replies);
 	if (srv->ws) {
 		vsrv__cache_free(srv);
 		for (unsigned w = 0; w <= srv->nworkers; w++)
@@ -636,11 +637,15 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 	out->responses[0] = 0;
 	struct vsrv_kind_stats *kinds = out->kinds;
 	unsigned cap = out->kinds_cap;
+	struct vsrv_worker_channels *wch = out->worker_channels;
+	unsigned wcap = out->workers_cap;
 	memset((char *)out + offsetof(struct vsrv_stats, n_kinds), 0,
 	       sizeof(*out) - offsetof(struct vsrv_stats, n_kinds));
 	out->kinds = kinds;
 	out->kinds_cap = cap;
 	memset(kinds, 0, cap * sizeof(*kinds));
+	out->worker_channels = wch;
+	out->workers_cap = wcap;
 	for (unsigned w = 0; w <= srv->nworkers; w++)
 		for (unsigned i = 0; i < VSRV_C_COUNT; i++)
 			/* Relaxed: statistics. */
@@ -649,8 +654,13 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 		memcpy((char *)out + counter_offset[i], &sum[i], sizeof(sum[i]));
 	out->conns_open = atomic_load_explicit(&srv->conns_open, memory_order_relaxed);
 	out->accept_paused = atomic_load_explicit(&srv->paused_n, memory_order_relaxed) > 0;
-	vch_stats_get(srv->jobs, &out->jobs);
-	vch_stats_get(srv->replies, &out->replies);
+	vch_set_stats_get(srv->jobs, &out->jobs);
+	vch_set_stats_get(srv->replies, &out->replies);
+	out->n_workers = srv->nworkers < out->workers_cap ? srv->nworkers : out->workers_cap;
+	for (unsigned w = 0; w < out->n_workers; w++) {
+		vch_stats_get(vch_set_member(srv->jobs, w), &out->worker_channels[w].jobs);
+		vch_stats_get(vch_set_member(srv->replies, w), &out->worker_channels[w].replies);
+	}
 	vb_line_audit_sum(out->line_writes);
 	out->n_kinds = srv->n_kinds < cap ? srv->n_kinds : cap;
 	for (unsigned k = 0; k < out->n_kinds; k++) {
@@ -681,11 +691,17 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 
 struct vsrv_stats *vsrv_stats_new(const struct vsrv *srv)
 {
-	struct vsrv_stats *s = calloc(1, sizeof(*s) + srv->n_kinds * sizeof(*s->kinds));
+	size_t kinds = srv->n_kinds * sizeof(struct vsrv_kind_stats);
+	struct vsrv_stats *s;
 
+	kinds = (kinds + alignof(struct vsrv_worker_channels) - 1) / alignof(struct vsrv_worker_channels) *
+		alignof(struct vsrv_worker_channels);
+	s = calloc(1, sizeof(*s) + kinds + srv->nworkers * sizeof(*s->worker_channels));
 	if (s) {
 		s->kinds = (struct vsrv_kind_stats *)(s + 1);
 		s->kinds_cap = srv->n_kinds;
+		s->worker_channels = (struct vsrv_worker_channels *)((char *)s->kinds + kinds);
+		s->workers_cap = srv->nworkers;
 	}
 	return s;
 }

@@ -244,6 +244,14 @@ struct vsrv_stats {
 	unsigned n_kinds;
 	unsigned kinds_cap;
 	struct vsrv_kind_stats *kinds;
+	/* per worker: its members of the jobs and replies channels, whose
+	 * sums are jobs and replies above (as many as workers: the memory
+	 * after kinds; table vch_metrics, labels worker and channel) */
+	unsigned n_workers;
+	unsigned workers_cap;
+	struct vsrv_worker_channels {
+		struct vch_stats jobs, replies;
+	} *worker_channels;
 	/* writes to cache lines shared between workers, by site (base/lineaudit.h):
 	 * counted in --enable-line-audit builds only (the family line_writes
 	 * exists there only); 0 otherwise */

@@ -8,7 +8,11 @@
  * max_connections x max_pipeline sleepers never stop other jobs; dead
  * ones are swept every VSRV_SLEEP_SWEEP_NS); writer tasks take finished jobs from
  * `replies`, encode the head and deposit the job in its connection's
- * reorder slot.
+ * reorder slot. Both channels are sets with a member per worker: a task
+ * takes from and sends to the member of the worker it runs on, and takes
+ * from another member's only when that one asked for help or its wakeup
+ * named it (chan.h), so on the common path a job's hand-overs write no line
+ * another worker writes.
  *
  * Threading: each task's state is private to it (one poll at a time); a job
  * is touched by one thread at a time, handed over by the channels (their
@@ -361,7 +365,7 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 			/* The gauge moves first: once sent, the job is a
 			 * writer's and we may not touch it. */
 			vsrv__job_stage(srv, x->out, VSRV_J_WRITE);
-			st = vch_send_poll(srv->replies, &x->sw, vch_val(x->out));
+			st = vch_set_send_poll(srv->replies, vsrv__home(srv), &x->sw, vch_val(x->out));
 			if (st != VCH_OK)
 				vsrv__job_stage(srv, x->out, VSRV_J_EXEC);
 			if (st == VCH_PENDING)
@@ -384,7 +388,7 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 				}
 				return exec_sleep(x, now); /* the timer wakes us */
 			}
-			st = vch_recv_poll(srv->jobs, &x->rw, &v);
+			st = vch_set_recv_poll(srv->jobs, vsrv__home(srv), &x->rw, &v);
 			if (st == VCH_PENDING) {
 				x->rw_waiting = true;
 				return exec_sleep(x, now);
@@ -470,7 +474,7 @@ static enum vrt_poll writer_poll(struct vrt_task *t)
 		return VRT_READY;
 	}
 	for (;;) {
-		enum vch_status st = vch_recv_poll(srv->replies, &wr->rw, &v);
+		enum vch_status st = vch_set_recv_poll(srv->replies, vsrv__home(srv), &wr->rw, &v);
 
 		if (st == VCH_PENDING)
 			return VRT_PENDING;

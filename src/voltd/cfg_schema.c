@@ -208,9 +208,9 @@ static const struct vcfg_key schema[] = {
 	  .flags = VCFG_F_AUTO,
 	  .doc = "writer tasks; auto = 2 per worker" },
 	{ "stages", "jobs_capacity", VCFG_UINT, "1024", 1, 1048576, F(server.jobs_capacity),
-	  .doc = "capacity of the jobs channel (parse -> exec)" },
+	  .doc = "capacity of the jobs channels (parse -> exec), all workers' together" },
 	{ "stages", "replies_capacity", VCFG_UINT, "1024", 1, 1048576, F(server.replies_capacity),
-	  .doc = "capacity of the replies channel (exec -> write)" },
+	  .doc = "capacity of the replies channels (exec -> write), all workers' together" },
 	{ "stages", "on_full", VCFG_ENUM, "wait", 0, 0, F(server.on_full),
 	  .choices = on_full_names,
 	  .doc = "when jobs is full: wait (stop reading: back pressure) or shed (503 at once); "

@@ -213,7 +213,8 @@ def test_promtool_accepts_the_metrics(voltd):
     r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stdout + r.stderr
     for family in ["voltd_build_info", "voltd_worker_polls_total", "voltd_server_requests_total",
-                   "voltd_channel_capacity", "voltd_server_request_duration_seconds_bucket",
+                   "voltd_channel_capacity", "voltd_worker_channel_stolen_total",
+                   "voltd_server_request_duration_seconds_bucket",
                    "voltd_runtime_schedule_latency_seconds_count", "voltd_control_commands_total"]:
         assert "\n" + family in text, family
     assert want in text
