@@ -100,7 +100,7 @@ uninstall-voltd-conf:
 # sample configuration, the HAProxy front end of README's scale-out part).
 dist_doc_DATA = README.md doc/ARCHITECTURE.md doc/layers.txt doc/channel.md \
 	doc/config.md doc/control.md doc/conventions.md doc/daemon.md doc/io.md \
-	doc/metrics.md doc/ordering.md doc/runtime.md doc/server.md doc/testing.md
+	doc/metrics.md doc/ordering.md doc/runtime.md doc/scaling.md doc/server.md doc/testing.md
 examplesdir = $(docdir)/examples
 dist_examples_DATA = conf/voltd.conf
 haproxyexamplesdir = $(docdir)/examples/haproxy

@@ -66,6 +66,7 @@ docs >"$tmp/want" <<'EOF'
 ./usr/share/doc/voltd/metrics.md
 ./usr/share/doc/voltd/ordering.md
 ./usr/share/doc/voltd/runtime.md
+./usr/share/doc/voltd/scaling.md
 ./usr/share/doc/voltd/server.md
 ./usr/share/doc/voltd/testing.md
 ./usr/share/lintian/overrides/voltd
