@@ -151,7 +151,12 @@ def test_shed_503_reaches_a_client_that_writes_first(voltd):
 
 def test_h2load_413_on_every_request(voltd, tmp_path):
     """h2load writes its whole body before it reads: 8 requests with 3 MiB
-    bodies (max_body_bytes is 1 MiB) on one connection at a time get 8 413s."""
+    bodies (max_body_bytes is 1 MiB) on one connection at a time get 8 413s.
+    Its "done" count is not asserted: h2load counts a request whose answer
+    came before it had read the whole file into its write buffer as errored
+    (the answer said close, so it stops writing), which depends on how fast
+    the server drains it (a loaded machine, an ASan build). Its status codes
+    count every answer it received."""
     if not shutil.which("h2load"):
         pytest.skip("h2load not found: install the Debian package nghttp2-client")
     d = voltd()
@@ -160,8 +165,6 @@ def test_h2load_413_on_every_request(voltd, tmp_path):
     out = subprocess.run(["h2load", "--h1", "-n", "8", "-c", "1", "-m", "1", "-d", str(f),
                           "http://127.0.0.1:%d/v1/hash" % d.port],
                          capture_output=True, text=True, timeout=60).stdout
-    m = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done", out)
-    assert m and m.group(3) == "8", out
     assert re.search(r"status codes: 0 2xx, 0 3xx, 8 4xx, 0 5xx", out), out
     st = stop(d)
     assert st["responses_4xx"] == 8 and st["lingers"] == 8 and st["linger_cut"] == 0, st
