@@ -32,6 +32,11 @@ void vb_log_init(bool force_prefix)
 	log_journal = force_prefix || getenv("JOURNAL_STREAM") != NULL;
 }
 
+bool vb_log_journal(void)
+{
+	return log_journal;
+}
+
 void vb_log_set_level(int level)
 {
 	atomic_store_explicit(&log_level, level, memory_order_relaxed);

@@ -26,6 +26,11 @@ const char *vb_log_level_name(int level);
 
 void vb_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Do stderr lines start with the sd-daemon "<N>" prefix (under systemd)?
+ * A plain read: async-signal-safe, for a line a signal handler writes
+ * itself. */
+bool vb_log_journal(void);
+
 /* An audit line (who changed what): at notice priority whatever the level
  * set by vb_log_set_level, so no `set log.level` can silence it. */
 void vb_log_audit(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -60,6 +60,10 @@ static inline const struct vjob *vjob__of_const(const struct voltd_job *j)
 	return (const struct vjob *)j;
 }
 
+/* The kind whose callback (start, step, fini) the calling thread runs
+ * now, or NULL: a thread-local the fatal-signal handler reads (crash.c). */
+const struct vjob_kind *vjob__running(void);
+
 /* Answer for a kind that failed (-errno, or a step code voltd does not
  * know): fini first when owed, the kind's response dropped, then 503 for
  * -ENOMEM and 500 otherwise. */

@@ -4,7 +4,8 @@
  * request's views, stepped through the kind's callbacks, failed for it
  * (500, 503), freed with fini run once when owed. The calls a kind makes on
  * its job are in host.c. No shared state: a job is touched by one thread at
- * a time.
+ * a time; each thread notes the kind whose callback it runs (a
+ * thread-local, for the fatal-signal report of crash.c).
  */
 #include "jobs/internal.h"
 #include "base/compiler.h"
@@ -23,14 +24,49 @@ size_t vjob_state_free(void)
 	return VJOB_BLOCK - sizeof(struct vjob);
 }
 
+/* Initial-exec: read by a signal handler, which must not take the
+ * dynamic TLS path (it may allocate). */
+static __thread const struct vjob_kind *running __attribute__((tls_model("initial-exec")));
+
+const struct vjob_kind *vjob__running(void)
+{
+	return running;
+}
+
+static int call_start(struct vjob *job)
+{
+	const struct vjob_kind *was = running;
+	int rc;
+
+	running = job->kind;
+	rc = job->kind->def.start((struct voltd_job *)job, job->state);
+	running = was;
+	return rc;
+}
+
+static int call_step(struct vjob *job, int64_t deadline_ns)
+{
+	const struct vjob_kind *was = running;
+	int rc;
+
+	running = job->kind;
+	rc = job->kind->def.step((struct voltd_job *)job, job->state, deadline_ns);
+	running = was;
+	return rc;
+}
+
 static void run_fini(struct vjob *job)
 {
 	if (!job->fini_owed)
 		return;
 	job->fini_owed = false;
 	if (job->kind->def.fini) {
+		const struct vjob_kind *was = running;
+
 		job->in_fini = true;
+		running = job->kind;
 		job->kind->def.fini((struct voltd_job *)job, job->state);
+		running = was;
 		job->in_fini = false;
 	}
 }
@@ -136,7 +172,7 @@ int vjob_new_at(void *mem, size_t size, const struct vjob_kind *kind, struct vjo
 	job->fini_owed = true;
 	if (!kind->def.start)
 		return 0;
-	int rc = kind->def.start((struct voltd_job *)job, job->state);
+	int rc = call_start(job);
 	if (rc < 0)
 		job->fini_owed = false;
 	if (after(job, rc) == VJOB_SLEEP)
@@ -167,7 +203,7 @@ enum vjob_step vjob_step(struct vjob *job, int64_t deadline_ns)
 		return VJOB_SLEEP;
 	}
 	job->slices++;
-	return after(job, job->kind->def.step((struct voltd_job *)job, job->state, deadline_ns));
+	return after(job, call_step(job, deadline_ns));
 }
 
 bool vjob_done(const struct vjob *job)

@@ -85,9 +85,15 @@ struct vjob_kind {
 	const char *path;   /* its route, "/v1/spin" (a prefix when prefix) */
 	const char *allow;  /* the methods, as an Allow value: "GET, HEAD" */
 	bool prefix;        /* path is a prefix (VOLTD_KIND_PREFIX) */
+	/* "spin, module voltd 0.2.0": the kind, its module and the module's
+	 * version, as stall and watchdog reports name a poll (vrt_poll_label) */
+	const char *label;
 	const struct vjob_mod *mod;
 	unsigned index;     /* in [0, vjob_kind_count()) */
 	/* private */
+	/* " in kind K of module M V (FILE)": the fatal-signal report's text
+	 * (crash.c), written out by a signal handler as it is */
+	const char *crash_text;
 	struct voltd_kind def;      /* the module's descriptor, zero-extended */
 	size_t path_len;
 	unsigned n_counters;
@@ -201,6 +207,13 @@ int vjob_mod_start(struct vjob_mod *m, uint32_t flags, char *err, size_t errlen)
  * thread_count() of the host table is workers + 1 (the last index is any
  * other thread: main, control). */
 void vjob_threads_set(unsigned workers);
+/* Install the fatal-signal report (crash.c): SIGSEGV, SIGBUS, SIGILL,
+ * SIGFPE or SIGABRT while a thread runs a kind's callback writes one line
+ * naming the kind, its module, version and file to stderr (write(2) of
+ * text made at load: async-signal-safe), then the action the signal had
+ * before (the default: the process dies by it) takes over. Once, on the
+ * main thread, before any job runs. 0 or -errno. */
+int vjob_crash_report_install(void);
 /* The registry is complete: build the routing table and the per-thread
  * counters. Before the workers start; routing needs it. */
 void vjob_registry_freeze(void);

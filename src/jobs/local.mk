@@ -8,6 +8,7 @@ libvolt_a_SOURCES += \
 	src/jobs/module.c \
 	src/jobs/registry.c \
 	src/jobs/log.c \
+	src/jobs/crash.c \
 	src/jobs/builtin.c src/jobs/builtin.h \
 	src/jobs/kind_echo.c \
 	src/jobs/kind_spin.c \

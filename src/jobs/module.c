@@ -336,6 +336,10 @@ static void mod_free(struct vjob_mod *m)
 	for (size_t i = 0; i < m->n_keys; i++)
 		free(m->keys[i].sval);
 	free(m->keys);
+	for (size_t i = 0; m->kinds && i < m->n_kinds; i++) {
+		free((char *)m->kinds[i].label);
+		free((char *)m->kinds[i].crash_text);
+	}
 	free(m->kinds);
 	if (!m->builtin)
 		free(m->path);
@@ -398,6 +402,18 @@ static int kind_check(struct vjob_mod *m, size_t i, size_t counter_size, char *w
 	k->allow = d->methods;
 	k->prefix = d->flags & VOLTD_KIND_PREFIX;
 	k->mod = m;
+	/* Made now, for the life of the program: the stall report names the
+	 * kind with its module and version, the fatal-signal report (a
+	 * signal handler, which may not format) with its file too. */
+	char *label = NULL, *crash = NULL;
+	if (asprintf(&label, "%s, module %s %s", d->name, m->name, m->version) < 0 ||
+	    asprintf(&crash, " in kind %s of module %s %s (%s)", d->name, m->name, m->version, m->path) < 0) {
+		free(label);
+		errf(why, len, "out of memory");
+		return -ENOMEM;
+	}
+	k->label = label;
+	k->crash_text = crash;
 	/* Counters, read through the module's stride. */
 	for (const char *c = (const char *)d->counters; c; c += counter_size) {
 		struct voltd_counter ctr = { 0 };

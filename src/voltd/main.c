@@ -696,6 +696,11 @@ int main(int argc, char **argv)
 	 * order; their kinds go into the registry, frozen before the workers
 	 * start. A refusal is the configuration's (exit 78). */
 	vjob_threads_set(cfg.scheduler.workers);
+	/* A module that dies of a fatal signal in a kind's callback is
+	 * named in the log before the default action (jobs/crash.c). */
+	rc = vjob_crash_report_install();
+	if (rc < 0)
+		vb_warn("cannot install the fatal-signal report: %s", strerror(-rc));
 	if (vcfg_start_modules(&cfg, 0, &err) > 0) {
 		for (size_t i = 0; i < err.n; i++)
 			vb_err("%s", err.msg[i]);

@@ -172,6 +172,12 @@ tests_modules_bad_good_clash_so_CPPFLAGS = $(AM_CPPFLAGS) -DBAD_GOOD_CLASH
 tests_modules_bad_good_clash_so_CFLAGS = $(MODFLAGS_CC)
 tests_modules_bad_good_clash_so_LDFLAGS = $(MODFLAGS_LD)
 
+# A module whose step dies of a signal (the fatal-signal report).
+check_PROGRAMS += tests/modules/crash.so
+tests_modules_crash_so_SOURCES = tests/modules/crash.c
+tests_modules_crash_so_CFLAGS = $(MODFLAGS_CC)
+tests_modules_crash_so_LDFLAGS = $(MODFLAGS_LD)
+
 check_PROGRAMS += tests/unit/test_jobs_loader
 TESTS += tests/unit/test_jobs_loader
 tests_unit_test_jobs_loader_SOURCES = tests/unit/test_jobs_loader.c
@@ -179,3 +185,11 @@ tests_unit_test_jobs_loader_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_jobs_loader_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
 # The modules it opens are built with it.
 EXTRA_tests_unit_test_jobs_loader_DEPENDENCIES = $(filter tests/modules/%,$(check_PROGRAMS))
+
+# The fatal-signal report: a child dies in crash.so's step, once per signal.
+check_PROGRAMS += tests/unit/test_jobs_crash
+TESTS += tests/unit/test_jobs_crash
+tests_unit_test_jobs_crash_SOURCES = tests/unit/test_jobs_crash.c
+tests_unit_test_jobs_crash_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_jobs_crash_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
+EXTRA_tests_unit_test_jobs_crash_DEPENDENCIES = tests/modules/crash.so
