@@ -203,7 +203,11 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 	size_t body_len = in.body_len;
 	job->req = req;
 	req = NULL;
-	if (vjob_new_at(job->vj_mem, sizeof(job->vj_mem), kind, &in, &job->vj) < 0) {
+	/* The kind's start runs here: named for a stall report meanwhile. */
+	vrt_poll_label(kind->label);
+	int rc = vjob_new_at(job->vj_mem, sizeof(job->vj_mem), kind, &in, &job->vj);
+	vrt_poll_label(NULL);
+	if (rc < 0) {
 		vsrv__job_free(srv, job);
 		vsrv__respond_status(c, &to, 503, NULL);
 		goto out;

@@ -426,8 +426,9 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 			job_drop(srv, job);
 			continue;
 		}
-		/* The job kind names this poll in a stall report. */
-		vrt_poll_label(vjob_kind_of(job->vj)->name);
+		/* The job kind (with its module and version) names this poll
+		 * in a stall report. */
+		vrt_poll_label(vjob_kind_of(job->vj)->label);
 		enum vjob_step js = vjob_step(job->vj, vjob_slice_deadline(&srv->jcfg, now));
 		vsrv__trace_job_slice(job, now, js == VJOB_DONE);
 		switch (js) {

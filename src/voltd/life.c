@@ -98,10 +98,16 @@ static void set_stalled(struct vd_life *l, bool stalled, unsigned worker, uint64
 {
 	if (stalled == l->stalled)
 		return;
-	if (stalled)
-		vb_err("worker %u stalled for %" PRIu64 " ms (control.stall_fail_ms = %u): /livez fails%s",
-		       worker, ms, l->stall_fail_ms, l->wd_usec ? ", watchdog pings stop" : "");
-	else
+	if (stalled) {
+		/* What the worker runs: a job kind names itself with its
+		 * module and version (the poll's label). */
+		const char *task = NULL, *label = NULL;
+
+		vrt_worker_task(l->rt, worker, &task, &label);
+		vb_err("worker %u stalled for %" PRIu64 " ms in task %s%s%s%s (control.stall_fail_ms = %u): /livez fails%s",
+		       worker, ms, task ? task : "?", label ? " (" : "", label ? label : "", label ? ")" : "",
+		       l->stall_fail_ms, l->wd_usec ? ", watchdog pings stop" : "");
+	} else
 		vb_notice("no worker stalled any more: /livez passes again");
 	l->stalled = stalled;
 	vsrv_set_alive(l->srv, !stalled);

@@ -50,7 +50,8 @@ def test_stall_flagged_and_others_served(voltd):  # noqa: F811
     d = voltd("-s", "control.stall_warn_ms=%d" % WARN_MS, binary=VOLTD_TEST)
     t0 = time.monotonic()
     th, out = stall_in_thread(d.port)
-    m = wait_log(d, r"worker (\d+) stalled \(spinning\): one poll of task exec \(stall\)", 5)
+    # The poll is named by the kind, its module and the module's version.
+    m = wait_log(d, r"worker (\d+) stalled \(spinning\): one poll of task exec \(stall, module voltd [^ )]+\)", 5)
     detected = time.monotonic() - t0
     assert m, d.log()
     print("stall of worker %s flagged %.0f ms after the request was sent" % (m.group(1), detected * 1000))
