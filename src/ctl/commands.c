@@ -452,9 +452,10 @@ const struct vctl_cmd vctl__commands[] = {
 	{ "stats", "[SECTION]", 0, 1, VCTL_USER, "counters and gauges of every layer (or one section)", "stats",
 	  cmd_stats },
 	{ "metrics", "", 0, 0, VCTL_USER, "everything in Prometheus text format 0.0.4", "metrics", cmd_metrics },
-	{ "hist", "sched|poll|rx_tx|sq_wait|cq_lag [WORKER] | KIND", 1, 2, VCTL_USER,
+	{ "hist", "sched|poll|rx_tx|sq_wait|cq_lag [WORKER] | blocking_wait | KIND", 1, 2, VCTL_USER,
 	  "a latency histogram: schedule latency, poll duration (sampled), request bytes to send submitted, SQE "
-	  "queued to submitted, completions waiting to be collected (io_uring), or a job kind's (echo, hash...)",
+	  "queued to submitted, completions waiting to be collected (io_uring), a blocking kind's job's wait "
+	  "for a pool thread, or a job kind's (echo, hash...)",
 	  "hist", cmd_hist },
 	{ "config", "[KEY...]", 0, -1, VCTL_USER, "effective configuration: value, source, live/reload/restart",
 	  "config", cmd_config },

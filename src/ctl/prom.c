@@ -254,6 +254,17 @@ void vctl__prom_write(struct vctl *ctl, FILE *fp)
 		snprintf(labels, sizeof(labels), "kind=\"%s\"", s->srv->kinds[i].name);
 		histogram_samples(fp, "voltd_server_request_duration_seconds", labels, &s->srv->kinds[i].lat);
 	}
+	if (ctl->srv) {
+		struct vb_hist_snap *w = malloc(sizeof(*w));
+		if (w) {
+			vsrv_blocking_wait_hist(ctl->srv, w);
+			header(fp, "voltd_server_blocking_queue_wait_seconds",
+			       "time a blocking kind's job waited for a blocking pool thread, from its parse",
+			       "histogram");
+			histogram_samples(fp, "voltd_server_blocking_queue_wait_seconds", "", w);
+		}
+		free(w);
+	}
 	/* The runtime's sampled histograms, all workers merged. */
 	struct vb_hist_snap *hs = malloc(sizeof(*hs));
 	if (hs && vrt_hist_snapshot(ctl->rt, VRT_HIST_SCHED, VRT_HIST_ALL, hs) == 0) {

@@ -384,6 +384,13 @@ int vctl__hist_json(struct vctl *ctl, const char *name, int worker, json_t *repl
 		}
 		goto out;
 	}
+	/* The jobs' waits for a blocking pool thread. */
+	if (strcmp(name, "blocking_wait") == 0 && worker < 0) {
+		vsrv_blocking_wait_hist(ctl->srv, h);
+		put_hist(reply, name, h);
+		rc = 0;
+		goto out;
+	}
 	for (unsigned i = 0; i < s->srv->n_kinds && worker < 0; i++) {
 		if (strcmp(s->srv->kinds[i].name, name) != 0)
 			continue;

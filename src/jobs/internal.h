@@ -42,6 +42,7 @@ struct vjob {
 	bool fini_owed;             /* start did not refuse: fini runs once */
 	bool in_fini;               /* fini runs: the response may not change */
 	bool sleep_pending;         /* start returned SLEEP: the first step parks */
+	bool start_owed;            /* a blocking kind's: the first vjob_step runs start */
 	uint32_t slices;
 	int error;                  /* vjob_error's */
 	int64_t wake_ns;            /* sleep_until's */

@@ -168,6 +168,13 @@ int vjob_new_at(void *mem, size_t size, const struct vjob_kind *kind, struct vjo
 	job->hdrs_cap = VJOB_HDRS;
 	*out = job;
 
+	/* A blocking kind's callbacks all run on the pool's thread: start in
+	 * the first vjob_step. fini is owed only once a callback ran, so a
+	 * job refused or dropped before it reached the pool runs none. */
+	if (kind->blocking) {
+		job->start_owed = true;
+		return 0;
+	}
 	/* fini is owed unless start refuses with -errno. */
 	job->fini_owed = true;
 	if (!kind->def.start)
@@ -197,6 +204,17 @@ enum vjob_step vjob_step(struct vjob *job, int64_t deadline_ns)
 {
 	if (job->done)
 		return VJOB_DONE;
+	if (job->start_owed) {
+		job->start_owed = false;
+		job->fini_owed = true;
+		if (job->kind->def.start) {
+			int rc = call_start(job);
+
+			if (rc < 0)
+				job->fini_owed = false;
+			return after(job, rc);
+		}
+	}
 	if (job->sleep_pending) {
 		/* start asked for a sleep: park first, step when it ends. */
 		job->sleep_pending = false;

@@ -85,6 +85,11 @@ struct vjob_kind {
 	const char *path;   /* its route, "/v1/spin" (a prefix when prefix) */
 	const char *allow;  /* the methods, as an Allow value: "GET, HEAD" */
 	bool prefix;        /* path is a prefix (VOLTD_KIND_PREFIX) */
+	/* VOLTD_KIND_BLOCKING: every callback (start, step, fini) runs on a
+	 * thread of the server's blocking pool, never on a worker; vjob_new
+	 * leaves start to the first vjob_step. */
+	bool blocking;
+	bool has_start;     /* it has a start (vjob_new runs it, unless blocking) */
 	/* "spin, module voltd 0.2.0": the kind, its module and the module's
 	 * version, as stall and watchdog reports name a poll (vrt_poll_label) */
 	const char *label;
@@ -131,7 +136,8 @@ struct vjob_result {
 	size_t body_len;
 };
 
-/* Create a job of `kind` and run its start. 0 or -ENOMEM. */
+/* Create a job of `kind` and run its start (a blocking kind's start runs
+ * in its first vjob_step, on the pool's thread). 0 or -ENOMEM. */
 int vjob_new(const struct vjob_kind *kind, struct vjob_input *in, struct vjob **out);
 /* Free a job, finished or not (NULL is fine): runs fini if it is owed. */
 void vjob_free(struct vjob *job);
@@ -155,8 +161,10 @@ int vjob_new_at(void *mem, size_t size, const struct vjob_kind *kind, struct vjo
  * voltd-module(7) gives module authors). */
 size_t vjob_state_free(void);
 
-/* Run one slice until about deadline_ns (see the top of the file). On a
- * finished job: VJOB_DONE again, no work. */
+/* Run one slice until about deadline_ns (see the top of the file); the
+ * first call on a job of a blocking kind runs its start instead (and
+ * returns what start returned). On a finished job: VJOB_DONE again, no
+ * work. */
 enum vjob_step vjob_step(struct vjob *job, int64_t deadline_ns);
 
 bool vjob_done(const struct vjob *job);
@@ -204,9 +212,15 @@ struct vjob_mod *vjob_mod_builtin(void);
  */
 int vjob_mod_start(struct vjob_mod *m, uint32_t flags, char *err, size_t errlen);
 /* The workers' number, before the first vjob_mod_start (default 1):
- * thread_count() of the host table is workers + 1 (the last index is any
- * other thread: main, control). */
+ * thread_count() of the host table is workers + blocking threads + 1 (the
+ * last index is any other thread: main, control). */
 void vjob_threads_set(unsigned workers);
+/* The blocking pool's threads ([modules] blocking_threads), before the
+ * first vjob_mod_start (default 0): their thread_index() follow the
+ * workers'. Each pool thread calls vjob_thread_blocking(i), i in [0, n),
+ * once, before it runs a job. */
+void vjob_blocking_threads_set(unsigned n);
+void vjob_thread_blocking(unsigned i);
 /* Install the fatal-signal report (crash.c): SIGSEGV, SIGBUS, SIGILL,
  * SIGFPE or SIGABRT while a thread runs a kind's callback writes one line
  * naming the kind, its module, version and file to stderr (write(2) of

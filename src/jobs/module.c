@@ -383,11 +383,6 @@ static int kind_check(struct vjob_mod *m, size_t i, size_t counter_size, char *w
 			       "VOLTD_KIND_PREFIX)", d->name, d->flags & ~known);
 		return -EINVAL;
 	}
-	if (d->flags & VOLTD_KIND_BLOCKING) {
-		errf(why, len, "kind \"%s\": VOLTD_KIND_BLOCKING: this voltd has no blocking pool to run it on",
-		     d->name);
-		return -ENOTSUP;
-	}
 	if (d->state_size > STATE_MAX) {
 		errf(why, len, "kind \"%s\": state_size %u above %u bytes", d->name, d->state_size, STATE_MAX);
 		return -EINVAL;
@@ -401,6 +396,8 @@ static int kind_check(struct vjob_mod *m, size_t i, size_t counter_size, char *w
 	k->path_len = strlen(d->route);
 	k->allow = d->methods;
 	k->prefix = d->flags & VOLTD_KIND_PREFIX;
+	k->blocking = d->flags & VOLTD_KIND_BLOCKING;
+	k->has_start = d->start != NULL;
 	k->mod = m;
 	/* Made now, for the life of the program: the stall report names the
 	 * kind with its module and version, the fatal-signal report (a

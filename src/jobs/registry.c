@@ -37,6 +37,9 @@ static size_t n_prefixes;
 /* count(): per thread a block of every kind's counters (kind->counter_base
  * + index), on cache lines of its own. */
 static unsigned n_workers = 1;
+static unsigned n_blocking;
+/* 1 + i on the blocking pool's thread i (vjob_thread_blocking), else 0. */
+static __thread unsigned blocking_index;
 static _Atomic uint64_t *counters;
 static size_t counter_stride; /* uint64_t per thread block */
 
@@ -155,6 +158,18 @@ void vjob_threads_set(unsigned workers)
 	n_workers = workers ? workers : 1;
 }
 
+void vjob_blocking_threads_set(unsigned n)
+{
+	VB_BUG_ON(frozen || n_mods);
+	n_blocking = n;
+}
+
+void vjob_thread_blocking(unsigned i)
+{
+	VB_BUG_ON(i >= n_blocking);
+	blocking_index = i + 1;
+}
+
 void vjob_registry_freeze(void)
 {
 	size_t slots = 16, n_exact = 0, n_counters = 0;
@@ -200,14 +215,16 @@ void vjob_registry_freeze(void)
 
 unsigned vjob__thread_count(void)
 {
-	return n_workers + 1;
+	return n_workers + n_blocking + 1;
 }
 
 unsigned vjob__thread_index(void)
 {
 	int w = vrt_worker_id();
 
-	return w >= 0 && (unsigned)w < n_workers ? (unsigned)w : n_workers;
+	if (w >= 0 && (unsigned)w < n_workers)
+		return (unsigned)w;
+	return blocking_index ? n_workers + blocking_index - 1 : n_workers + n_blocking;
 }
 
 void vjob__count(const struct vjob_kind *k, uint32_t c, uint64_t n)

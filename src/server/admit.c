@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * server/admit.c: admission by measured delay (stages.on_full = codel),
- * CoDel's rule applied to the jobs channel.
+ * CoDel's rule applied to the jobs channel, and the same rule, with a
+ * state of its own, to the blocking pool's queue (the _on forms; its
+ * threads report the waits, blocking_shed counts its refusals).
  *
  * What is measured: each job's wait in `jobs`, from its parse (when it is
  * queued; codel never holds a job back) to the moment an exec task takes
@@ -74,20 +76,34 @@ bool vsrv__admit_refuses(struct vsrv *srv)
 	       vch_set_any(srv->jobs, vsrv__home(srv));
 }
 
-/* delay_shed so far, all workers (read only when an interval closes). */
-static uint64_t delay_shed_total(struct vsrv *srv)
+bool vsrv__admit_refuses_on(struct vsrv *srv, struct vsrv_admit *a, struct vch *ch)
 {
+	(void)srv;
+	/* Relaxed: advice, see the Ordering block. The channel's length
+	 * (its head and tail lines) is read only while refusing. */
+	return atomic_load_explicit(&a->refusing, memory_order_relaxed) && vch_len(ch) > 0;
+}
+
+/* Refusals of a's queue so far, all workers (read only when an interval
+ * closes): delay_shed for `jobs`, blocking_shed for the pool's. */
+static uint64_t delay_shed_total(struct vsrv *srv, const struct vsrv_admit *a)
+{
+	enum vsrv_counter c = a == &srv->admit ? VSRV_C_delay_shed : VSRV_C_blocking_shed;
 	uint64_t n = 0;
 
 	for (unsigned w = 0; w <= srv->nworkers; w++)
 		/* Relaxed: a statistic, compared with its value an interval ago. */
-		n += atomic_load_explicit(&srv->ws[w].c[VSRV_C_delay_shed], memory_order_relaxed);
+		n += atomic_load_explicit(&srv->ws[w].c[c], memory_order_relaxed);
 	return n;
 }
 
 bool vsrv__admit_sample(struct vsrv *srv, int64_t waited_ns, int64_t now)
 {
-	struct vsrv_admit *a = &srv->admit;
+	return vsrv__admit_sample_on(srv, &srv->admit, waited_ns, now);
+}
+
+bool vsrv__admit_sample_on(struct vsrv *srv, struct vsrv_admit *a, int64_t waited_ns, int64_t now)
+{
 	int64_t target = (int64_t)vsrv__live(srv, codel_target_ms) * VB_NS_PER_MS;
 	int64_t interval = (int64_t)vsrv__live(srv, codel_interval_ms) * VB_NS_PER_MS;
 	/* Relaxed throughout: see the Ordering block. */
@@ -100,7 +116,7 @@ bool vsrv__admit_sample(struct vsrv *srv, int64_t waited_ns, int64_t now)
 								  memory_order_relaxed, memory_order_relaxed)) {
 		/* This job closes the interval and opens the next one. */
 		int64_t least = atomic_exchange_explicit(&a->min_wait, waited_ns, memory_order_relaxed);
-		uint64_t shed = delay_shed_total(srv);
+		uint64_t shed = delay_shed_total(srv, a);
 		bool refused = shed != atomic_exchange_explicit(&a->shed_at_close, shed, memory_order_relaxed);
 
 		atomic_store_explicit(&a->standing, least, memory_order_relaxed);

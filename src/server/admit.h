@@ -18,11 +18,13 @@
 
 #include "base/compiler.h"
 
+struct vch;
 struct vsrv;
 struct vsrv_stats;
 
 /* Embedded in struct vsrv (zeroed by vsrv_new: the first job taken closes
- * an empty interval, not overloaded); private to admit.c. */
+ * an empty interval, not overloaded); private to admit.c. One for `jobs`,
+ * one for the blocking pool's queue. */
 struct vsrv_admit {
 	/* Written by exec tasks as they take jobs (codel only). */
 	vb_cacheline_aligned _Atomic int64_t interval_end; /* the current interval ends (ns) */
@@ -42,6 +44,10 @@ bool vsrv__admit_refuses(struct vsrv *srv);
  * the exec's clock (vb_now_ns). True: the job waited too long in an
  * overloaded queue; answer it 503 without running it. */
 bool vsrv__admit_sample(struct vsrv *srv, int64_t waited_ns, int64_t now);
+/* The same for another queue with its own state `a` (the blocking pool's:
+ * admission to queue ch, samples from the threads that take from it). */
+bool vsrv__admit_refuses_on(struct vsrv *srv, struct vsrv_admit *a, struct vch *ch);
+bool vsrv__admit_sample_on(struct vsrv *srv, struct vsrv_admit *a, int64_t waited_ns, int64_t now);
 /* The gauges queue_delay and delay_overload into a snapshot. */
 void vsrv__admit_stats(struct vsrv *srv, struct vsrv_stats *out);
 

@@ -388,6 +388,30 @@ struct vsrv_writer {
 	bool spawned;
 };
 
+/*
+ * The blocking pool (blocking.c): threads outside the runtime that run
+ * every callback of the blocking kinds' jobs, fed by a bounded channel
+ * (connections send to it as to `jobs`: on_full applies), handing finished
+ * jobs to `replies`. q is NULL when no registered kind is blocking.
+ */
+struct vsrv_pool {
+	struct vch *q;
+	pthread_t *threads;
+	unsigned n;                    /* threads started */
+	unsigned stuck;                /* still inside a step when vsrv_stop gave up on them */
+	_Atomic unsigned busy;         /* threads inside a job now */
+	/* the label of the kind each thread runs now, NULL when idle (for
+	 * vsrv_stop's report of a thread that does not come back) */
+	_Atomic(const char *) *doing;
+	struct vb_hist wait;           /* each job's wait for a thread (ns; atomic records) */
+	struct vsrv_admit admit;       /* on_full = codel, applied to q */
+};
+/* A pool thread sleeping for a SLEEP step looks at its job's connection
+ * this often (a closed one drops the job, and the drain is not held up). */
+#define VSRV_POOL_SLEEP_CHECK_NS (100 * VB_NS_PER_MS)
+/* vsrv_stop waits this long for the pool's threads after its queue closed. */
+#define VSRV_POOL_JOIN_MS 2000
+
 struct vsrv {
 	struct vsrv_config cfg;
 	/* The keys that may change while running (vsrv_set_live): read with
@@ -464,6 +488,9 @@ struct vsrv {
 
 	/* admit.c: on_full = codel (its lines are its own, admit.h) */
 	struct vsrv_admit admit;
+
+	/* blocking.c */
+	vb_cacheline_aligned struct vsrv_pool pool;
 
 	/* trace.c: finished trace records waiting for vsrv_trace_take (only
 	 * sampled requests take the mutex). */
@@ -763,6 +790,24 @@ enum vch_status vsrv__request_retry(struct vsrv_conn *c);
 /* stages.c */
 extern const struct vrt_task_vtable vsrv__exec_vt;
 extern const struct vrt_task_vtable vsrv__writer_vt;
+
+/* blocking.c: the blocking pool. */
+/* Make the pool's queue when a registered kind is blocking (vsrv_new). */
+int vsrv__pool_new(struct vsrv *srv);
+/* Start its threads (vsrv_start). 0 or -errno. */
+int vsrv__pool_start(struct vsrv *srv);
+/* Close its queue and wait for its threads (vsrv_stop, after the drain):
+ * they drop what is left (its connections are gone); one still inside a
+ * step after VSRV_POOL_JOIN_MS is left running (logged; pool.stuck). */
+void vsrv__pool_stop(struct vsrv *srv);
+void vsrv__pool_free(struct vsrv *srv);
+void vsrv__pool_stats(struct vsrv *srv, struct vsrv_stats *out);
+
+/* A job's connection is gone (advice, relaxed: see stages.c). */
+static inline bool vsrv__job_dead(const struct vsrv_job *job)
+{
+	return atomic_load_explicit(&job->conn->dead, memory_order_relaxed);
+}
 
 /* Rate-limited log of connection problems. */
 extern struct vb_ratelimit vsrv__conn_rl;

@@ -5,12 +5,14 @@
  * answered by the connection without a job; anything else routed to a job
  * kind, answered at once by the connection when the server or the kind
  * decides at once (404, 405, every 400 a kind finds), otherwise a job carrying the
- * request's struct vsrv_reply_to, offered to `jobs` (on_full = wait: left
- * in c->pending until there is room; shed: 503 with Retry-After; codel: as
- * shed, and 503 while the jobs' wait stands above its target, admit.c).
+ * request's struct vsrv_reply_to, offered to `jobs`, or to the blocking
+ * pool's queue for a blocking kind (on_full = wait: left in c->pending
+ * until there is room; shed: 503 with Retry-After; codel: as shed, and 503
+ * while the queue's wait stands above its target, admit.c).
  *
  * Threading: the connection's task (task-private state of struct
- * vsrv_conn); once on `jobs` a job is an executor's.
+ * vsrv_conn); once on its queue a job is an executor's (or a pool
+ * thread's).
  */
 #include "config.h"
 #include "server/internal.h"
@@ -44,18 +46,29 @@ static bool ready_for_jobs(struct vsrv *srv)
 	       vch_set_len(srv->jobs) < srv->ready_limit;
 }
 
+/* A blocking kind's job goes to the blocking pool's queue (blocking.c),
+ * whose threads run its callbacks, never a worker; the others to `jobs`. */
+static bool job_blocks(const struct vsrv_job *job)
+{
+	return vjob_kind_of(job->vj)->blocking;
+}
+
 /* Offer a job to `jobs`, this worker's member first (a full member
- * spills to the others: the set is full only when all are). Its gauge
- * moves to exec first: once sent, the job is an executor's and we may not
- * touch it; if it was not sent, it moves back. */
+ * spills to the others: the set is full only when all are), or to the
+ * blocking pool's queue. Its gauge moves to exec first: once sent, the job
+ * is an executor's (or a pool thread's) and we may not touch it; if it was
+ * not sent, it moves back. */
 static enum vch_status send_job(struct vsrv_conn *c, struct vsrv_job *job, bool wait)
 {
 	struct vsrv *srv = c->srv;
 	enum vch_status st;
 
 	vsrv__job_stage(srv, job, VSRV_J_EXEC);
-	st = wait ? vch_set_send_poll(srv->jobs, vsrv__home(srv), &c->jw, vch_val(job))
-		  : vch_set_try_send(srv->jobs, vsrv__home(srv), vch_val(job));
+	if (job_blocks(job))
+		st = wait ? vch_send_poll(srv->pool.q, &c->jw, vch_val(job)) : vch_try_send(srv->pool.q, vch_val(job));
+	else
+		st = wait ? vch_set_send_poll(srv->jobs, vsrv__home(srv), &c->jw, vch_val(job))
+			  : vch_set_try_send(srv->jobs, vsrv__home(srv), vch_val(job));
 	if (st != VCH_OK)
 		vsrv__job_stage(srv, job, VSRV_J_PARSE);
 	return st;
@@ -70,7 +83,15 @@ static void refuse_job(struct vsrv_conn *c, struct vsrv_job *job)
 	vsrv__respond_status(c, &to, 503, NULL);
 }
 
-/* Put a job on `jobs`, or leave it in c->pending when it must wait
+/* codel: does the job's queue refuse it now (admit.c)? */
+static bool admit_refuses(struct vsrv *srv, const struct vsrv_job *job)
+{
+	if (job_blocks(job))
+		return vsrv__admit_refuses_on(srv, &srv->pool.admit, srv->pool.q);
+	return vsrv__admit_refuses(srv);
+}
+
+/* Put a job on its queue, or leave it in c->pending when it must wait
  * (true). */
 static bool dispatch(struct vsrv_conn *c, struct vsrv_job *job)
 {
@@ -80,10 +101,12 @@ static bool dispatch(struct vsrv_conn *c, struct vsrv_job *job)
 	if (srv->cfg.on_full != VSRV_ON_FULL_WAIT && job->held && vsrv__over_budget(srv)) {
 		VSRV_INC(srv, budget_shed);
 		VSRV_INC(srv, shed);
-	} else if (srv->cfg.on_full == VSRV_ON_FULL_CODEL && vsrv__admit_refuses(srv)) {
-		/* codel: the jobs' wait stands above its target (admit.c). */
+	} else if (srv->cfg.on_full == VSRV_ON_FULL_CODEL && admit_refuses(srv, job)) {
+		/* codel: the queue's wait stands above its target (admit.c). */
 		VSRV_INC(srv, delay_shed);
 		VSRV_INC(srv, shed);
+		if (job_blocks(job))
+			VSRV_INC(srv, blocking_shed);
 	} else if (srv->cfg.on_full == VSRV_ON_FULL_WAIT) {
 		st = send_job(c, job, true);
 		if (st == VCH_OK)
@@ -96,6 +119,8 @@ static bool dispatch(struct vsrv_conn *c, struct vsrv_job *job)
 		if (send_job(c, job, false) == VCH_OK)
 			return false;
 		VSRV_INC(srv, shed);
+		if (job_blocks(job))
+			VSRV_INC(srv, blocking_shed);
 	}
 	refuse_job(c, job);
 	return false;
@@ -203,10 +228,14 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 	size_t body_len = in.body_len;
 	job->req = req;
 	req = NULL;
-	/* The kind's start runs here: named for a stall report meanwhile. */
-	vrt_poll_label(kind->label);
+	/* A kind's start runs here (a blocking kind's on its pool thread):
+	 * named for a stall report while it runs. */
+	bool starts = kind->has_start && !kind->blocking;
+	if (starts)
+		vrt_poll_label(kind->label);
 	int rc = vjob_new_at(job->vj_mem, sizeof(job->vj_mem), kind, &in, &job->vj);
-	vrt_poll_label(NULL);
+	if (starts)
+		vrt_poll_label(NULL);
 	if (rc < 0) {
 		vsrv__job_free(srv, job);
 		vsrv__respond_status(c, &to, 503, NULL);

@@ -56,6 +56,8 @@ int vsrv_config_check(const struct vsrv_config *c)
 		return -EINVAL;
 	if (c->on_full > VSRV_ON_FULL_CODEL || c->codel_target_ms == 0 || c->codel_interval_ms == 0)
 		return -EINVAL;
+	if (c->blocking_threads > VSRV_BLOCKING_THREADS_MAX)
+		return -EINVAL;
 	return 0;
 }
 
@@ -300,6 +302,9 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 			vb_hist_init(&srv->ws[w].lat[k]);
 	}
 
+	rc = vsrv__pool_new(srv);
+	if (rc < 0)
+		goto fail;
 	/* The capacities are the process's: split over the members. */
 	rc = vch_set_new(srv->nworkers, cfg->jobs_capacity, &srv->jobs);
 	if (rc < 0)
@@ -343,6 +348,9 @@ int vsrv_start(struct vsrv *srv)
 			return rc;
 		srv->wr[i]->spawned = true;
 	}
+	rc = vsrv__pool_start(srv);
+	if (rc < 0)
+		return rc;
 	srv->started = true;
 	for (unsigned i = 0; i < srv->n_acc; i++) {
 		rc = vrt_spawn(srv->rt, &srv->acc[i]->task);
@@ -501,6 +509,9 @@ int vsrv_stop(struct vsrv *srv)
 	}
 	for (unsigned i = 0; i < srv->cfg.exec_tasks; i++)
 		join_spawned(&srv->exec[i]->task, srv->exec[i]->spawned);
+	/* The blocking pool drops what its queue still holds; its threads
+	 * deposit what they finish until they end. */
+	vsrv__pool_stop(srv);
 	vch_set_close(srv->replies);
 	for (unsigned i = 0; i < srv->cfg.write_tasks; i++)
 		join_spawned(&srv->wr[i]->task, srv->wr[i]->spawned);
@@ -536,6 +547,12 @@ void vsrv_free(struct vsrv *srv)
 		       atomic_load_explicit(&srv->conns_alive, memory_order_relaxed));
 		return;
 	}
+	if (srv->pool.stuck) {
+		/* A blocking pool thread still runs a step and will touch the
+		 * server when it returns. */
+		vb_err("server: %u blocking pool thread(s) still running at exit; not freeing", srv->pool.stuck);
+		return;
+	}
 	vsrv__mem_fini(srv); /* every connection is gone */
 	vio_set_heap_budget(srv->io, NULL, 0); /* no heap copy is left */
 	for (unsigned i = 0; i < srv->n_acc; i++)
@@ -554,6 +571,7 @@ void vsrv_free(struct vsrv *srv)
 	drain_channel(srv, srv->replies);
 	if (srv->jobs)
 		vch_set_free(srv->jobs);
+	vsrv__pool_free(srv);
 	if (srv->replies)
 		vch_set_free(srv->replies);
 	if (srv->ws) {
@@ -593,10 +611,12 @@ static const char *const stage_values[] = {
 	[VSRV_STAGE_PARSE] = "parse", [VSRV_STAGE_EXEC] = "exec",
 	[VSRV_STAGE_WRITE] = "write", [VSRV_STAGE_SEND] = "send",
 };
-static const char *const channel_values[] = { "jobs", "replies" };
+static const char *const channel_values[] = { "jobs", "replies", "blocking" };
 static_assert(offsetof(struct vsrv_stats, replies) ==
-	      offsetof(struct vsrv_stats, jobs) + sizeof(struct vch_stats),
-	      "the channel family walks jobs, replies with one stride");
+	      offsetof(struct vsrv_stats, jobs) + sizeof(struct vch_stats) &&
+	      offsetof(struct vsrv_stats, blocking) ==
+	      offsetof(struct vsrv_stats, replies) + sizeof(struct vch_stats),
+	      "the channel family walks jobs, replies, blocking with one stride");
 
 const struct vb_metric_group vsrv_metric_groups[] = {
 	{ responses_row, &one_row, offsetof(struct vsrv_stats, responses[1]), sizeof(uint64_t),
@@ -677,6 +697,7 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 		}
 		ks->count = ks->lat.count;
 	}
+	vsrv__pool_stats(srv, out);
 	out->stopping = vsrv_draining(srv);
 	out->draining = out->stopping || !vsrv_ready(srv);
 	/* Relaxed: a gauge. */

@@ -37,6 +37,8 @@ struct vsrv;
 #define VSRV_MAX_LISTEN 16
 /* Requests in flight per connection at most (server.max_pipeline's bound). */
 #define VSRV_MAX_PIPELINE 1024u
+/* Threads of the blocking pool at most ([modules] blocking_threads' bound). */
+#define VSRV_BLOCKING_THREADS_MAX 256u
 
 enum vsrv_on_full {
 	VSRV_ON_FULL_WAIT = 0, /* stop reading the connection until there is room */
@@ -81,6 +83,9 @@ struct vsrv_config {
 	/* log.access: a log line per response sent (live) */
 	bool access_log;
 	unsigned slice_us;
+	/* [modules]: the blocking pool (threads and its queue's capacity;
+	 * started only when a registered kind is blocking) */
+	unsigned blocking_threads, blocking_queue;
 	/* vsrv_stop: how long in-flight requests may take to finish before
 	 * their connections are cut. */
 	unsigned drain_timeout_ms;
@@ -222,7 +227,16 @@ extern const size_t vsrv_kind_metrics_n;
 	  "inflight") \
 	X(inflight_copies_bytes, GAUGE_SNAP, "bytes", \
 	  "of which received bytes copied for connections that do not read (at most a quarter of max_inflight_bytes)", \
-	  "inflight_copies")
+	  "inflight_copies") \
+	X(blocking_threads, GAUGE_SNAP, "", \
+	  "threads of the blocking pool ([modules] blocking_threads; 0 when no kind is blocking)") \
+	X(blocking_busy, GAUGE_SNAP, "", "blocking pool threads inside a job now") \
+	X(blocking_jobs, COUNTER, "", "jobs a blocking pool thread took from the pool's queue") \
+	X(blocking_wait_ns, COUNTER, "nanoseconds", \
+	  "time those jobs had waited since their parse (over blocking_jobs: the mean wait; `voltctl hist blocking_wait`)", \
+	  "blocking_wait") \
+	X(blocking_shed, COUNTER, "", \
+	  "jobs of blocking kinds answered 503 because the pool's queue was full or (codel) their wait stood above target (also in shed)")
 
 /*
  * A snapshot; every field is read on its own (not one instant's cut), so
@@ -237,8 +251,9 @@ struct vsrv_stats {
 	uint64_t responses[6];      /* by status class: [1] 1xx final never, [2] 2xx ... [5] 5xx */
 	/* per stage: requests currently in that stage */
 	uint64_t in_flight[VSRV_STAGES];
-	/* channels (adjacent: vsrv_metric_groups walks them with one stride) */
-	struct vch_stats jobs, replies;
+	/* channels (adjacent: vsrv_metric_groups walks them with one stride);
+	 * blocking is the blocking pool's queue (zeros without a pool) */
+	struct vch_stats jobs, replies, blocking;
 	/* per kind: the server's routes, the job kinds, "other" (as many as
 	 * the registry has: the memory after the struct, vsrv_stats_new) */
 	unsigned n_kinds;
@@ -324,6 +339,9 @@ unsigned vsrv_trace_take(struct vsrv *srv, struct vsrv_trace_rec *out, unsigned 
 			 struct vsrv_trace_status *st);
 /* The name of kind index k (vsrv_stats.kinds[k].name). */
 const char *vsrv_kind_name(const struct vsrv *srv, unsigned k);
+/* `voltctl hist blocking_wait`: the jobs' waits for a blocking pool
+ * thread (nanoseconds). Any thread. */
+void vsrv_blocking_wait_hist(struct vsrv *srv, struct vb_hist_snap *out);
 
 /* What the server has freed so far, roughly (connections closed, bytes
  * sent: each gives buffers back): a cheap hint for whoever trims malloc's

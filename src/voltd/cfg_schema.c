@@ -93,7 +93,8 @@ static const struct vcfg_section sections[] = {
 	{ "jobs", "Limits and slicing of the job kinds." },
 	{ "control", "The UNIX control socket that voltctl talks to." },
 	{ "log", "Logging." },
-	{ "modules", "Where the modules' files are. Each [module.NAME] section after it loads module NAME." },
+	{ "modules", "Where the modules' files are, and the blocking pool. Each [module.NAME] section after it "
+		     "loads module NAME." },
 };
 
 /*
@@ -271,6 +272,10 @@ static const struct vcfg_key schema[] = {
 	{ "modules", "dir", VCFG_STRING, VOLTD_MODULEDIR, 1, VCFG_PATH_LEN - 1, F(modules.dir),
 	  .def_doc = "$(libdir)/voltd/modules",
 	  .doc = "directory of the modules' files: a module section's path is relative to it" },
+	{ "modules", "blocking_threads", VCFG_UINT, "4", 1, VSRV_BLOCKING_THREADS_MAX, F(server.blocking_threads),
+	  .doc = "threads that run the blocking kinds' jobs, never a worker (started only when a kind is blocking)" },
+	{ "modules", "blocking_queue", VCFG_UINT, "256", 1, 1048576, F(server.blocking_queue),
+	  .doc = "capacity of the blocking pool's queue; when full, stages.on_full applies as for jobs" },
 };
 
 static_assert(VB_ARRAY_SIZE(schema) <= VCFG_MAX_KEYS, "raise VCFG_MAX_KEYS");

@@ -179,6 +179,7 @@ static int check_modules(const struct vcfg *cfg, struct vb_strlist *err)
 	*run = *cfg;
 	vcfg_resolve(run);
 	vjob_threads_set(run->scheduler.workers);
+	vjob_blocking_threads_set(run->server.blocking_threads);
 	free(run);
 	return vcfg_start_modules(cfg, VOLTD_INIT_CHECK, err);
 }
@@ -696,6 +697,7 @@ int main(int argc, char **argv)
 	 * order; their kinds go into the registry, frozen before the workers
 	 * start. A refusal is the configuration's (exit 78). */
 	vjob_threads_set(cfg.scheduler.workers);
+	vjob_blocking_threads_set(cfg.server.blocking_threads);
 	/* A module that dies of a fatal signal in a kind's callback is
 	 * named in the log before the default action (jobs/crash.c). */
 	rc = vjob_crash_report_install();

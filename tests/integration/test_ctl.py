@@ -29,7 +29,7 @@ def test_every_command_as_admin_matches_its_schema(daemon):
         for cmd in ["ping", "version", "help", "stats", "stats workers", "stats server", "stats kinds",
                     "metrics", "hist echo", "hist sched", "hist poll 0", "stats runtime", "config", "config scheduler.budget log.level", "schema",
                     "set scheduler.budget 100", "clear counters", "stats", "reload", "drain", "undrain",
-                    "trace 8", "trace dump", "trace dump 3", "trace 0", "trace"]:
+                    "trace 8", "trace dump", "trace dump 3", "trace 0", "trace", "hist blocking_wait"]:
             r = check(c.cmd(cmd))
             assert r["ok"] is True, (cmd, r)
         # one reply per command, errors included, on the same connection

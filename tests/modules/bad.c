@@ -101,9 +101,6 @@ static const struct voltd_kind kinds[] = {
 	{ .name = "bad_nostep", .route = "/bad/nostep", .methods = "GET" },
 #elif defined(BAD_METHODS)
 	{ .name = "bad_methods", .route = "/bad/methods", .methods = "GET;POST", .step = step },
-#elif defined(BAD_BLOCKING)
-	{ .name = "bad_blocking", .route = "/bad/blocking", .methods = "GET", .flags = VOLTD_KIND_BLOCKING,
-	  .step = step },
 #elif defined(BAD_KINDNAME)
 	{ .name = "Bad Kind", .route = "/bad/kind", .methods = "GET", .step = step },
 #elif defined(BAD_ROUTE_SYNTAX)

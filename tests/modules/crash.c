@@ -7,6 +7,7 @@
  * a shared object at check time (tests/modules/local.mk), against
  * <voltd/module.h> alone. Never installed.
  *   GET /crash?sig=segv|bus|ill|fpe|abrt       dies in its step
+ *   GET /crash/blocking?sig=...                the same, a blocking kind
  *   GET /crash?sig=none                        answers 200 "alive\n"
  */
 #include <voltd/module.h>
@@ -75,6 +76,9 @@ __attribute__((no_sanitize_undefined)) static int crash_step(struct voltd_job *j
 static const struct voltd_kind kinds[] = {
 	{ .name = "crash", .route = "/crash", .methods = "GET", .state_size = sizeof(struct crash_state),
 	  .start = crash_start, .step = crash_step, .doc = "dies of the signal asked for" },
+	{ .name = "crash_blocking", .route = "/crash/blocking", .methods = "GET", .flags = VOLTD_KIND_BLOCKING,
+	  .state_size = sizeof(struct crash_state), .start = crash_start, .step = crash_step,
+	  .doc = "the same, on the blocking pool" },
 	{ .name = NULL },
 };
 

@@ -124,12 +124,6 @@ tests_modules_bad_methods_so_CPPFLAGS = $(AM_CPPFLAGS) -DBAD_METHODS
 tests_modules_bad_methods_so_CFLAGS = $(MODFLAGS_CC)
 tests_modules_bad_methods_so_LDFLAGS = $(MODFLAGS_LD)
 
-check_PROGRAMS += tests/modules/bad_blocking.so
-tests_modules_bad_blocking_so_SOURCES = tests/modules/bad.c
-tests_modules_bad_blocking_so_CPPFLAGS = $(AM_CPPFLAGS) -DBAD_BLOCKING
-tests_modules_bad_blocking_so_CFLAGS = $(MODFLAGS_CC)
-tests_modules_bad_blocking_so_LDFLAGS = $(MODFLAGS_LD)
-
 check_PROGRAMS += tests/modules/bad_kindname.so
 tests_modules_bad_kindname_so_SOURCES = tests/modules/bad.c
 tests_modules_bad_kindname_so_CPPFLAGS = $(AM_CPPFLAGS) -DBAD_KINDNAME
@@ -177,6 +171,12 @@ check_PROGRAMS += tests/modules/crash.so
 tests_modules_crash_so_SOURCES = tests/modules/crash.c
 tests_modules_crash_so_CFLAGS = $(MODFLAGS_CC)
 tests_modules_crash_so_LDFLAGS = $(MODFLAGS_LD)
+
+# Blocking kinds, and a kind that overruns (test_blocking.py).
+check_PROGRAMS += tests/modules/pool.so
+tests_modules_pool_so_SOURCES = tests/modules/pool.c
+tests_modules_pool_so_CFLAGS = $(MODFLAGS_CC)
+tests_modules_pool_so_LDFLAGS = $(MODFLAGS_LD)
 
 check_PROGRAMS += tests/unit/test_jobs_loader
 TESTS += tests/unit/test_jobs_loader

@@ -6,8 +6,8 @@
  * SIGABRT: its stderr holds exactly one line naming the signal, the kind,
  * the module, its version and its file, and the child dies by that signal
  * (in sanitizer builds, where ASan's own handler takes SIGSEGV, SIGBUS and
- * SIGFPE over after the line, it exits non-zero instead). A job that does
- * not crash writes nothing;
+ * SIGFPE over after the line, it exits non-zero instead). The same on a
+ * blocking pool thread's kind; a job that does not crash writes nothing;
  * a crash outside any kind's callback is left to the old action, with no
  * line. Each case is its own child; the parent is single-threaded.
  */
@@ -97,6 +97,12 @@ static void crash_in(const char *sig)
 	run_kind("crash", sig);
 }
 
+static void crash_blocking_in(const char *sig)
+{
+	vjob_thread_blocking(0);
+	run_kind("crash_blocking", sig);
+}
+
 static void crash_outside(const char *sig)
 {
 	(void)sig;
@@ -143,6 +149,18 @@ static void test_each_signal_named_then_death(void **state)
 	}
 }
 
+static void test_blocking_kind_named(void **state)
+{
+	char out[8192], want[4600];
+
+	(void)state;
+	int st = in_child(crash_blocking_in, "abrt", out, sizeof(out));
+	snprintf(want, sizeof(want),
+		 "crit: voltd: fatal signal SIGABRT in kind crash_blocking of module crash 1.0 (%s)\n", crash_so);
+	assert_string_equal(out, want);
+	expect_death(st, SIGABRT, false, out);
+}
+
 static void test_no_crash_no_line(void **state)
 {
 	char out[8192];
@@ -170,14 +188,20 @@ int main(void)
 	char err[512];
 
 	snprintf(crash_so, sizeof(crash_so), "%s/tests/modules/crash.so", b ? b : ".");
+	vjob_blocking_threads_set(1);
 	if (vjob_mod_start(vjob_mod_builtin(), 0, err, sizeof(err)) < 0 ||
 	    vjob_mod_open("crash", crash_so, &m, err, sizeof(err)) < 0 || vjob_mod_start(m, 0, err, sizeof(err)) < 0) {
 		fprintf(stderr, "test_jobs_crash: %s\n", err);
 		return 99;
 	}
 	vjob_registry_freeze();
+	if (!vjob_kind_by_name("crash_blocking")->blocking || vjob_kind_by_name("crash")->blocking) {
+		fprintf(stderr, "test_jobs_crash: the kinds' blocking flags\n");
+		return 1;
+	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_each_signal_named_then_death),
+		cmocka_unit_test(test_blocking_kind_named),
 		cmocka_unit_test(test_no_crash_no_line),
 		cmocka_unit_test(test_outside_a_kind_old_action),
 	};

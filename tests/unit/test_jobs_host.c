@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -76,6 +77,17 @@ static int later_start(struct voltd_job *job, void *state)
 	return VOLTD_STEP_MORE;
 }
 
+/* "blocky", a blocking kind: start counts itself, then as later. */
+static int blocky_starts;
+
+static int blocky_start(struct voltd_job *job, void *state)
+{
+	(void)job;
+	(void)state;
+	blocky_starts++;
+	return VOLTD_STEP_MORE;
+}
+
 static const struct voltd_counter probe_counters[] = {
 	{ .name = "hits", .help = "probes run" },
 	{ .name = "bytes", .help = "bytes seen" },
@@ -94,6 +106,8 @@ static const struct voltd_kind kinds[] = {
 	{ .name = "files_exact", .route = "/files/big/one", .methods = "PUT", .step = probe_step },
 	{ .name = "everything", .route = "/", .methods = "GET", .flags = VOLTD_KIND_PREFIX, .step = probe_step },
 	{ .name = "heavy", .route = "/heavy", .methods = "GET", .state_size = 100000, .step = probe_step },
+	{ .name = "blocky", .route = "/blocky", .methods = "GET", .flags = VOLTD_KIND_BLOCKING,
+	  .start = blocky_start, .step = probe_step, .fini = probe_fini },
 	{ .name = NULL },
 };
 
@@ -757,6 +771,46 @@ static void test_fini_once_when_abandoned(void **state)
 	vjob_free(j);
 }
 
+/* A blocking kind's start runs in its first vjob_step (on the pool's
+ * thread), not in vjob_new (on the connection's worker); fini is owed only
+ * once a callback ran. */
+static void test_blocking_start_deferred(void **state)
+{
+	struct req r = { .path = "/blocky" };
+	struct vjob *j;
+
+	(void)state;
+	assert_true(vjob_kind_by_name("blocky")->blocking && vjob_kind_by_name("blocky")->has_start);
+	assert_false(vjob_kind_by_name("probe")->blocking);
+	assert_false(vjob_kind_by_name("files")->has_start);
+	memset(&seen, 0, sizeof(seen));
+	blocky_starts = 0;
+	j = make("blocky", &r);
+	assert_int_equal(blocky_starts, 0);
+	assert_false(vjob_done(j));
+	vjob_free(j); /* refused or dropped before the pool: nothing ran */
+	assert_int_equal(seen.fini_calls, 0);
+	j = make("blocky", &r);
+	assert_int_equal(vjob_step(j, 0), VJOB_MORE); /* start's answer */
+	assert_int_equal(blocky_starts, 1);
+	assert_int_equal(vjob_slices(j), 0);
+	probe_fn = probe_default;
+	assert_int_equal(vjob_step(j, 0), VJOB_DONE);
+	assert_int_equal(blocky_starts, 1);
+	assert_int_equal(vjob_slices(j), 1);
+	assert_int_equal(seen.fini_calls, 1);
+	vjob_free(j);
+	assert_int_equal(seen.fini_calls, 1);
+	/* started, then abandoned: fini at free */
+	memset(&seen, 0, sizeof(seen));
+	j = make("blocky", &r);
+	assert_int_equal(vjob_step(j, 0), VJOB_MORE);
+	vjob_free(j);
+	assert_int_equal(seen.fini_calls, 1);
+	/* the stall report's label names kind, module and version */
+	assert_string_equal(vjob_kind_by_name("blocky")->label, "blocky, module hosttest 1.2.3");
+}
+
 /* --------------------------------------------------------------- module */
 
 static int probe_module(struct voltd_job *job)
@@ -864,6 +918,13 @@ static void tjob_drop(struct vrt_task *t)
 
 static const struct vrt_task_vtable tjob_vt = { .poll = tjob_poll, .drop = tjob_drop, .name = "tjob" };
 
+static void *blocking_index(void *arg)
+{
+	vjob_thread_blocking(1);
+	*(unsigned *)arg = voltd->thread_index();
+	return NULL;
+}
+
 static void test_thread_index_and_count(void **state)
 {
 	struct vrt_config rc;
@@ -871,11 +932,18 @@ static void test_thread_index_and_count(void **state)
 	struct tjob x = { 0 };
 
 	(void)state;
-	/* init ran on this thread: the last index of workers + 1 */
-	assert_int_equal(seen.tcount, 2 + 1);
-	assert_int_equal(seen.tindex, 2);
-	assert_int_equal(voltd->thread_count(), 3);
-	assert_int_equal(voltd->thread_index(), 2);
+	/* init ran on this thread: the last index of workers + blocking
+	 * threads + 1 */
+	assert_int_equal(seen.tcount, 2 + 2 + 1);
+	assert_int_equal(seen.tindex, 4);
+	assert_int_equal(voltd->thread_count(), 5);
+	assert_int_equal(voltd->thread_index(), 4);
+	/* blocking thread i: the workers' count + i */
+	pthread_t th;
+	unsigned bi = 0;
+	assert_int_equal(pthread_create(&th, NULL, blocking_index, &bi), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(bi, 2 + 1);
 	tcfg_rt(&rc);
 	rc.workers = 2;
 	assert_int_equal(vrt_new(&rc, &rt), 0);
@@ -957,7 +1025,7 @@ static void test_exact_and_prefix_routes(void **state)
 	assert_int_equal(vjob_mod_count(), 3); /* voltd, hosttest, many */
 	assert_ptr_equal(vjob_mod_at(1), mod);
 	assert_string_equal(vjob_mod_version(mod), "1.2.3");
-	assert_int_equal(vjob_mod_kind_count(mod), 7);
+	assert_int_equal(vjob_mod_kind_count(mod), 8);
 }
 
 /* Many kinds: no cap (one module of 300, the routing table grows). */
@@ -992,6 +1060,7 @@ int main(void)
 
 	/* The built-in module first, as the daemon does; workers: 2. */
 	vjob_threads_set(2);
+	vjob_blocking_threads_set(2);
 	assert_int_equal(vjob_mod_start(vjob_mod_builtin(), 0, err, sizeof(err)), 0);
 	/* This file's module: the loader's checks after the entry. */
 	if (vjob__mod_new("hosttest", "(this test)", NULL, &desc, &mod, err, sizeof(err)) < 0) {
@@ -1047,6 +1116,7 @@ int main(void)
 		cmocka_unit_test(test_sleep_from_start),
 		cmocka_unit_test(test_failures_answered_for_the_kind),
 		cmocka_unit_test(test_fini_once_when_abandoned),
+		cmocka_unit_test(test_blocking_start_deferred),
 		cmocka_unit_test(test_module_data_and_keys),
 		cmocka_unit_test(test_count_per_kind),
 		cmocka_unit_test(test_thread_index_and_count),

@@ -165,8 +165,6 @@ static void test_refusals_of_the_descriptor(void **state)
 		       "but '?' and '#')");
 	expect_refusal("bad", mod_path("bad_methods.so"), -EINVAL,
 		       "kind \"bad_methods\": methods \"GET;POST\": not a list of HTTP methods (\"GET, HEAD\")");
-	expect_refusal("bad", mod_path("bad_blocking.so"), -ENOTSUP,
-		       "kind \"bad_blocking\": VOLTD_KIND_BLOCKING: this voltd has no blocking pool to run it on");
 	expect_refusal("bad", mod_path("bad_counter.so"), -EINVAL, "kind \"bad_ok\": counter \"same\" declared twice");
 	expect_refusal("bad", mod_path("bad_dupkind.so"), -EEXIST,
 		       "kind \"spin\": the name is taken by kind \"spin\" of module voltd (kind names are unique across "

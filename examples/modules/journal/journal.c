@@ -8,8 +8,7 @@
  * disk takes, as a database driver or a synchronous SDK does, so the kind
  * is flagged VOLTD_KIND_BLOCKING: its steps run on voltd's blocking threads
  * ([modules] blocking_threads), never on a worker, and may block and wait
- * on a lock. Its start runs on a worker like every start: it only checks
- * the request.
+ * on a lock. Its start runs there too; it only checks the request.
  *
  * What it shows: a blocking kind; init and shutdown with the module's own
  * data (the open file, found again with voltd->mod_data); init that
