@@ -12,6 +12,7 @@
 #include "base/compiler.h"
 #include "base/log.h"
 #include "base/time.h"
+#include "jobs/job.h"
 #include "server/server.h"
 
 #include <errno.h>
@@ -387,12 +388,20 @@ static json_t *cmd_set(struct vctl *ctl, const struct vctl_peer *peer, int argc,
 	return NULL;
 }
 
+/* clear counters: `stats` counts from zero again (and the longest-step
+ * gauges); clear quarantine: every quarantined kind serves again. */
 static json_t *cmd_clear(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
 {
-	if (strcmp(argv[1], "counters") != 0)
+	if (strcmp(argv[1], "counters") == 0) {
+		vctl__stats_clear(ctl);
+	} else if (strcmp(argv[1], "quarantine") == 0) {
+		if (!ctl->srv)
+			return vctl__error("unsupported", "clear quarantine: no server");
+		json_object_set_new(r, "released", json_integer(vsrv_quarantine_clear(ctl->srv)));
+	} else {
 		return USAGE;
-	vctl__stats_clear(ctl);
-	json_object_set_new(r, "cleared", json_string("counters"));
+	}
+	json_object_set_new(r, "cleared", json_string(argv[1]));
 	return NULL;
 }
 
@@ -461,8 +470,9 @@ const struct vctl_cmd vctl__commands[] = {
 	  "config", cmd_config },
 	{ "schema", "", 0, 0, VCTL_USER, "JSON Schemas of every reply", "schema", cmd_schema },
 	{ "set", "KEY VALUE [KEY VALUE]...", 2, -1, VCTL_OPERATOR, "change live keys (all or none)", "set", cmd_set },
-	{ "clear", "counters", 1, 1, VCTL_OPERATOR, "restart the counters `stats` shows from zero", "clear",
-	  cmd_clear },
+	{ "clear", "counters|quarantine", 1, 1, VCTL_OPERATOR,
+	  "counters: restart the counters `stats` shows from zero; quarantine: quarantined job kinds serve again",
+	  "clear", cmd_clear },
 	{ "trace", "[EVERY | dump [MAX]]", 0, 2, VCTL_OPERATOR,
 	  "per-request timestamps at each hand-over for one request in EVERY (0: off); dump takes the records",
 	  "trace", cmd_trace },

@@ -8,7 +8,10 @@
  * keys keep the table's name), HELP and TYPE for every family, labels worker
  * / channel / stage / code / kind (each worker's channels: worker and
  * channel), enum gauges (rows with states) as state
- * sets labelled state, histograms as _bucket{le}, _sum, _count; and the
+ * sets labelled state, histograms as _bucket{le}, _sum, _count; the job
+ * kinds' rows labelled module and kind, and the counters modules declare
+ * for their kinds as one family voltd_module_counter_total{module, kind,
+ * counter}; and the
  * process_* families every Prometheus client library exports, read from
  * /proc. Every counter is cumulative since voltd started (`clear counters`
  * does not touch these). Control thread only.
@@ -17,6 +20,7 @@
 #include "ctl/internal.h"
 #include "base/compiler.h"
 #include "base/time.h"
+#include "jobs/job.h"
 
 #include <dirent.h>
 #include <inttypes.h>
@@ -213,6 +217,49 @@ static void histogram_samples(FILE *fp, const char *name, const char *labels, co
 		h->count);
 }
 
+/* The per-kind table: one family per row, one sample per kind, labelled
+ * with the kind's module and the kind. */
+static void kind_tables(FILE *fp, const struct vctl_snap *s)
+{
+	char name[160];
+	bool sec;
+
+	for (size_t r = 0; r < vsrv_kind_metrics_n; r++) {
+		const struct vb_metric *m = &vsrv_kind_metrics[r];
+
+		family_name("server", m, name, sizeof(name), &sec);
+		header(fp, name, m->help, m->kind == VB_METRIC_COUNTER ? "counter" : "gauge");
+		for (unsigned i = 0; i < s->srv->n_kinds; i++) {
+			fprintf(fp, "%s{module=\"%s\",kind=\"%s\"}", name, s->srv->kinds[i].module,
+				s->srv->kinds[i].name);
+			value(fp, vb_metric_get(m, &s->srv->kinds[i]), sec);
+		}
+	}
+}
+
+/* The counters modules declare for their kinds (struct voltd_counter),
+ * one family: labels module, kind, counter. */
+static void module_counters(struct vctl *ctl, FILE *fp, const struct vctl_snap *s)
+{
+	bool any = false;
+
+	for (unsigned i = 0; i < s->srv->n_kinds; i++) {
+		const struct vjob_kind *jk = ctl->srv ? vsrv_kind_job(ctl->srv, i) : NULL;
+
+		for (unsigned c = 0; jk && c < s->srv->kinds[i].n_counters; c++) {
+			if (!any)
+				header(fp, "voltd_module_counter_total",
+				       "a counter a module declared for its kind, added to by voltd->count() "
+				       "(its help: voltctl stats kinds, voltctl modules)",
+				       "counter");
+			any = true;
+			fprintf(fp, "voltd_module_counter_total{module=\"%s\",kind=\"%s\",counter=\"%s\"} %" PRIu64 "\n",
+				s->srv->kinds[i].module, s->srv->kinds[i].name, vjob_kind_counter_decl(jk, c).name,
+				s->srv->kinds[i].counters[c]);
+		}
+	}
+}
+
 void vctl__prom_write(struct vctl *ctl, FILE *fp)
 {
 	struct vctl_snap *s = &ctl->snap;
@@ -240,20 +287,17 @@ void vctl__prom_write(struct vctl *ctl, FILE *fp)
 		group(fp, *gr->n_rows > 1 ? gr->label : "server", gr, s->srv);
 	}
 	worker_channels(fp, s->srv);
-	/* Per job kind: its counters, then its latency histogram. */
-	const char **kind_names = calloc(s->srv->n_kinds ? s->srv->n_kinds : 1, sizeof(*kind_names));
-	for (unsigned i = 0; kind_names && i < s->srv->n_kinds; i++)
-		kind_names[i] = s->srv->kinds[i].name;
-	if (kind_names)
-		table(fp, "server", vsrv_kind_metrics, vsrv_kind_metrics_n, s->srv->kinds, sizeof(s->srv->kinds[0]),
-		      s->srv->n_kinds, "kind", kind_names);
-	free(kind_names);
+	/* Per job kind (labels module, kind): its counters, its latency
+	 * histogram, and its module's own counters (label counter too). */
+	kind_tables(fp, s);
 	header(fp, "voltd_server_request_duration_seconds",
 	       "time from a request's parse to its response sent, by job kind", "histogram");
 	for (unsigned i = 0; i < s->srv->n_kinds; i++) {
-		snprintf(labels, sizeof(labels), "kind=\"%s\"", s->srv->kinds[i].name);
+		snprintf(labels, sizeof(labels), "module=\"%s\",kind=\"%s\"", s->srv->kinds[i].module,
+			 s->srv->kinds[i].name);
 		histogram_samples(fp, "voltd_server_request_duration_seconds", labels, &s->srv->kinds[i].lat);
 	}
+	module_counters(ctl, fp, s);
 	if (ctl->srv) {
 		struct vb_hist_snap *w = malloc(sizeof(*w));
 		if (w) {

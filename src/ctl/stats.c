@@ -17,6 +17,7 @@
 #include "base/compiler.h"
 #include "base/time.h"
 #include "io/io.h"
+#include "jobs/job.h"
 #include "rt/rt.h"
 #include "server/server.h"
 
@@ -255,16 +256,36 @@ static json_t *hist_summary(const struct vb_hist_snap *h)
 			 (double)vb_hist_snap_quantile(h, 0.999) / 1e9, "max_seconds", (double)h->max / 1e9);
 }
 
-static json_t *section_kinds(const struct vctl_snap *s, const struct vctl_snap *b, struct vb_hist_snap *tmp)
+/* A module's own counters of kind i (voltd->count()), by name, minus the
+ * baseline's (clear counters). */
+static json_t *kind_counters(struct vctl *ctl, const struct vctl_snap *s, const struct vctl_snap *b, unsigned i)
+{
+	const struct vsrv_kind_stats *k = &s->srv->kinds[i];
+	const struct vjob_kind *jk = vsrv_kind_job(ctl->srv, i);
+	json_t *o = json_object();
+
+	for (unsigned c = 0; jk && c < k->n_counters; c++) {
+		uint64_t v = k->counters[c];
+		if (b && i < b->srv->n_kinds && c < b->srv->kinds[i].n_counters)
+			v -= b->srv->kinds[i].counters[c];
+		json_object_set_new(o, vjob_kind_counter_decl(jk, c).name, json_integer((json_int_t)v));
+	}
+	return o;
+}
+
+static json_t *section_kinds(struct vctl *ctl, const struct vctl_snap *s, const struct vctl_snap *b,
+			     struct vb_hist_snap *tmp)
 {
 	json_t *o = json_object();
 	for (unsigned i = 0; i < s->srv->n_kinds; i++) {
 		const struct vsrv_kind_stats *k = &s->srv->kinds[i];
-		json_t *ko = json_object();
+		json_t *ko = json_pack("{s:s}", "module", k->module);
 		put_table(ko, vsrv_kind_metrics, vsrv_kind_metrics_n, k,
 			  b && i < b->srv->n_kinds ? &b->srv->kinds[i] : NULL);
 		kind_hist(s, b, i, tmp);
 		json_object_set_new(ko, "latency", hist_summary(tmp));
+		if (k->n_counters)
+			json_object_set_new(ko, "counters", kind_counters(ctl, s, b, i));
 		json_object_set_new(o, k->name, ko);
 	}
 	return o;
@@ -327,7 +348,7 @@ int vctl__stats_json(struct vctl *ctl, const char *section, json_t *reply)
 	if (WANT("worker_channels"))
 		json_object_set_new(reply, "worker_channels", section_worker_channels(s, b));
 	if (WANT("kinds"))
-		json_object_set_new(reply, "kinds", section_kinds(s, b, tmp));
+		json_object_set_new(reply, "kinds", section_kinds(ctl, s, b, tmp));
 	if (WANT("control"))
 		json_object_set_new(reply, "control", section_control(s, b));
 	if (WANT("config"))
@@ -406,6 +427,9 @@ out:
 
 void vctl__stats_clear(struct vctl *ctl)
 {
+	/* The longest-callback gauges start again too (kinds.c). */
+	if (ctl->srv)
+		vsrv_kinds_clear_max(ctl->srv);
 	if (vctl__snap_take(ctl, &ctl->base) == 0) {
 		ctl->have_base = true;
 		ctl->cleared_at = time(NULL);

@@ -20,8 +20,8 @@
  *           job in its connection's reorder slot, waking the connection
  *           ([S1], stages.c); no `replies` hop, and nothing to wait for.
  * A job whose connection is gone is dropped at the next callback boundary
- * (fini runs here, on this thread). The wait in the queue is counted and
- * recorded (blocking_jobs,
+ * (fini runs here, on this thread). Each callback is timed (kinds.c), the
+ * wait in the queue is counted and recorded (blocking_jobs,
  * blocking_wait_ns, `hist blocking_wait`), busy threads are a gauge.
  *
  * Shutdown (vsrv_stop, after the connections are done or cut): the queue
@@ -92,6 +92,8 @@ static bool pool_sleep(const struct vsrv_job *job, int64_t wake_ns)
 /* Run a job to its end: every callback on this thread. */
 static void pool_run(struct vsrv *srv, struct vsrv_job *job, int64_t now)
 {
+	const struct vjob_kind *k = vjob_kind_of(job->vj);
+
 	for (;;) {
 		if (vsrv__job_dead(job)) {
 			pool_drop(srv, job);
@@ -100,6 +102,7 @@ static void pool_run(struct vsrv *srv, struct vsrv_job *job, int64_t now)
 		enum vjob_step js = vjob_step(job->vj, vjob_slice_deadline(&srv->jcfg, now));
 		int64_t end = vb_now_ns();
 
+		vsrv__kind_slice(srv, k, end - now);
 		vsrv__trace_job_slice(job, now, js == VJOB_DONE);
 		switch (js) {
 		case VJOB_DONE:

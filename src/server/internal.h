@@ -95,11 +95,20 @@ struct vsrv_depot {
  * adds to its own, so the lines stay local. The stage_* gauges go up and
  * down on different workers; only their sum over blocks means anything.
  */
+/* A job kind's callbacks as this block's threads ran them (kinds.c). */
+struct vsrv_kstep {
+	_Atomic uint64_t jobs, slices, slice_ns, overruns, refused;
+	_Atomic uint64_t max_ns;  /* the longest; vsrv_kinds_clear_max zeroes it */
+};
+
 struct vsrv_wstats {
 	_Atomic uint64_t c[VSRV_C_COUNT];
 	/* per statistics row (the server's routes, the job kinds, "other";
 	 * see enum vsrv_route): latency */
 	struct vb_hist *lat; /* [n_kinds], written by this block's worker only */
+	/* per job kind (vjob_kind_index): its callbacks (kinds.c); lines of
+	 * its own, written by this block's threads */
+	struct vsrv_kstep *steps;
 	/* Spares for the next requests on this block's worker, used by
 	 * that worker only (never the last block); memory.c. */
 	struct vsrv_stash stash[VSRV_SPARE_COUNT];
@@ -388,6 +397,14 @@ struct vsrv_writer {
 	bool spawned;
 };
 
+/* A job kind's quarantine (kinds.c): `on` is read by every request of the
+ * kind; the window is written by overruns only. */
+struct vsrv_quarantine {
+	_Atomic bool on;
+	_Atomic int64_t window_start;   /* the current window's first overrun */
+	_Atomic uint32_t overruns;      /* in the current window */
+} vb_cacheline_aligned;
+
 /*
  * The blocking pool (blocking.c): threads outside the runtime that run
  * every callback of the blocking kinds' jobs, fed by a bounded channel
@@ -421,6 +438,7 @@ struct vsrv {
 		_Atomic uint32_t send_timeout_ms, retry_after_s;
 		_Atomic bool access_log;
 		_Atomic uint32_t codel_target_ms, codel_interval_ms;
+		_Atomic uint32_t overrun_factor, quarantine_overruns, quarantine_window_ms;
 		/* Not a configuration key: vsrv_trace_set (trace.c), 0 off. */
 		_Atomic uint32_t trace_every;
 	} live;
@@ -489,6 +507,8 @@ struct vsrv {
 	/* admit.c: on_full = codel (its lines are its own, admit.h) */
 	struct vsrv_admit admit;
 
+	/* kinds.c: per job kind (vjob_kind_index), its quarantine. */
+	struct vsrv_quarantine *quar;
 	/* blocking.c */
 	vb_cacheline_aligned struct vsrv_pool pool;
 
@@ -790,6 +810,32 @@ enum vch_status vsrv__request_retry(struct vsrv_conn *c);
 /* stages.c */
 extern const struct vrt_task_vtable vsrv__exec_vt;
 extern const struct vrt_task_vtable vsrv__writer_vt;
+
+/* kinds.c: the job kinds' callbacks and quarantine. */
+/* A job of kind k was made (its start ran, or it goes to the pool). */
+static inline void vsrv__kind_job(struct vsrv *srv, const struct vjob_kind *k)
+{
+	/* Relaxed: statistics. */
+	atomic_fetch_add_explicit(&vsrv__ws(srv)->steps[k->index].jobs, 1, memory_order_relaxed);
+}
+/* A callback of kind k ran ns nanoseconds: counted, the longest kept; for
+ * a kind that is not blocking, longer than overrun_factor x slice_us is an
+ * overrun (logged, rate-limited, and counted toward its quarantine). */
+void vsrv__kind_slice(struct vsrv *srv, const struct vjob_kind *k, int64_t ns);
+/* Is kind k quarantined? Then the caller answers 503 (counted here). */
+static inline bool vsrv__kind_quarantined(struct vsrv *srv, const struct vjob_kind *k)
+{
+	/* Relaxed: a switch on its own; a request that reads it a moment
+	 * late is served, or refused, as of a moment earlier. */
+	if (vb_likely(!atomic_load_explicit(&srv->quar[k->index].on, memory_order_relaxed)))
+		return false;
+	atomic_fetch_add_explicit(&vsrv__ws(srv)->steps[k->index].refused, 1, memory_order_relaxed);
+	return true;
+}
+/* The per-kind part of a snapshot (kinds, module counters). */
+void vsrv__kinds_snapshot(struct vsrv *srv, struct vsrv_stats *out);
+int vsrv__kinds_init(struct vsrv *srv);
+void vsrv__kinds_free(struct vsrv *srv);
 
 /* blocking.c: the blocking pool. */
 /* Make the pool's queue when a registered kind is blocking (vsrv_new). */

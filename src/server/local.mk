@@ -12,6 +12,7 @@ libvolt_a_SOURCES += \
 	src/server/output.c \
 	src/server/memory.c \
 	src/server/stages.c \
+	src/server/kinds.c \
 	src/server/blocking.c \
 	src/server/trace.c
 

@@ -8,7 +8,8 @@
  * request's struct vsrv_reply_to, offered to `jobs`, or to the blocking
  * pool's queue for a blocking kind (on_full = wait: left in c->pending
  * until there is room; shed: 503 with Retry-After; codel: as shed, and 503
- * while the queue's wait stands above its target, admit.c).
+ * while the queue's wait stands above its target, admit.c). A quarantined
+ * kind (kinds.c) is answered 503 with Retry-After at once.
  *
  * Threading: the connection's task (task-private state of struct
  * vsrv_conn); once on its queue a job is an executor's (or a pool
@@ -16,6 +17,7 @@
  */
 #include "config.h"
 #include "server/internal.h"
+#include "base/time.h"
 
 #include <string.h>
 
@@ -206,6 +208,11 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 		break;
 	}
 	to.kind = VSRV_ROUTES + (uint32_t)vjob_kind_index(kind);
+	if (vsrv__kind_quarantined(srv, kind)) {
+		/* Too many overruns (kinds.c): 503 with Retry-After. */
+		vsrv__respond_status(c, &to, 503, NULL);
+		goto out;
+	}
 	/* The job first: its vjob is made inside it (vj_mem). */
 	job = vsrv__job_new(srv, &to);
 	if (!job) {
@@ -229,18 +236,21 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 	job->req = req;
 	req = NULL;
 	/* A kind's start runs here (a blocking kind's on its pool thread):
-	 * named for a stall report while it runs. */
-	bool starts = kind->has_start && !kind->blocking;
-	if (starts)
+	 * timed, and named for a stall report while it runs. */
+	bool timed = kind->has_start && !kind->blocking;
+	int64_t t_start = timed ? vb_now_ns() : 0;
+	if (timed)
 		vrt_poll_label(kind->label);
-	int rc = vjob_new_at(job->vj_mem, sizeof(job->vj_mem), kind, &in, &job->vj);
-	if (starts)
-		vrt_poll_label(NULL);
-	if (rc < 0) {
+	if (vjob_new_at(job->vj_mem, sizeof(job->vj_mem), kind, &in, &job->vj) < 0) {
 		vsrv__job_free(srv, job);
 		vsrv__respond_status(c, &to, 503, NULL);
 		goto out;
 	}
+	if (timed) {
+		vsrv__kind_slice(srv, kind, vb_now_ns() - t_start);
+		vrt_poll_label(NULL);
+	}
+	vsrv__kind_job(srv, kind);
 	if (vjob_done(job->vj)) {
 		vsrv__respond_job(c, job);
 		goto out;

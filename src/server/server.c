@@ -56,7 +56,7 @@ int vsrv_config_check(const struct vsrv_config *c)
 		return -EINVAL;
 	if (c->on_full > VSRV_ON_FULL_CODEL || c->codel_target_ms == 0 || c->codel_interval_ms == 0)
 		return -EINVAL;
-	if (c->blocking_threads > VSRV_BLOCKING_THREADS_MAX)
+	if (c->quarantine_window_ms == 0 || c->blocking_threads > VSRV_BLOCKING_THREADS_MAX)
 		return -EINVAL;
 	return 0;
 }
@@ -302,6 +302,9 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 			vb_hist_init(&srv->ws[w].lat[k]);
 	}
 
+	rc = vsrv__kinds_init(srv);
+	if (rc < 0)
+		goto fail;
 	rc = vsrv__pool_new(srv);
 	if (rc < 0)
 		goto fail;
@@ -392,7 +395,7 @@ bool vsrv_ready(const struct vsrv *srv)
 int vsrv_set_live(struct vsrv *srv, const struct vsrv_config *cfg)
 {
 	if (!cfg->header_timeout_ms || !cfg->body_timeout_ms || !cfg->idle_timeout_ms || !cfg->send_timeout_ms ||
-	    !cfg->codel_target_ms || !cfg->codel_interval_ms)
+	    !cfg->codel_target_ms || !cfg->codel_interval_ms || !cfg->quarantine_window_ms)
 		return -EINVAL;
 	/* Relaxed: each value stands alone; see the Ordering block. */
 	atomic_store_explicit(&srv->live.header_timeout_ms, cfg->header_timeout_ms, memory_order_relaxed);
@@ -403,6 +406,9 @@ int vsrv_set_live(struct vsrv *srv, const struct vsrv_config *cfg)
 	atomic_store_explicit(&srv->live.access_log, cfg->access_log, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.codel_target_ms, cfg->codel_target_ms, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.codel_interval_ms, cfg->codel_interval_ms, memory_order_relaxed);
+	atomic_store_explicit(&srv->live.overrun_factor, cfg->overrun_factor, memory_order_relaxed);
+	atomic_store_explicit(&srv->live.quarantine_overruns, cfg->quarantine_overruns, memory_order_relaxed);
+	atomic_store_explicit(&srv->live.quarantine_window_ms, cfg->quarantine_window_ms, memory_order_relaxed);
 	return 0;
 }
 
@@ -416,6 +422,9 @@ void vsrv_get_live(struct vsrv *srv, struct vsrv_config *out)
 	out->access_log = vsrv__live(srv, access_log);
 	out->codel_target_ms = vsrv__live(srv, codel_target_ms);
 	out->codel_interval_ms = vsrv__live(srv, codel_interval_ms);
+	out->overrun_factor = vsrv__live(srv, overrun_factor);
+	out->quarantine_overruns = vsrv__live(srv, quarantine_overruns);
+	out->quarantine_window_ms = vsrv__live(srv, quarantine_window_ms);
 }
 
 void vsrv_set_alive(struct vsrv *srv, bool alive)
@@ -574,6 +583,7 @@ void vsrv_free(struct vsrv *srv)
 	vsrv__pool_free(srv);
 	if (srv->replies)
 		vch_set_free(srv->replies);
+	vsrv__kinds_free(srv);
 	if (srv->ws) {
 		vsrv__cache_free(srv);
 		for (unsigned w = 0; w <= srv->nworkers; w++)
@@ -697,6 +707,7 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 		}
 		ks->count = ks->lat.count;
 	}
+	vsrv__kinds_snapshot(srv, out);
 	vsrv__pool_stats(srv, out);
 	out->stopping = vsrv_draining(srv);
 	out->draining = out->stopping || !vsrv_ready(srv);
@@ -748,15 +759,25 @@ void vsrv_stats_log(struct vsrv *srv)
 		vb_metric_format_group(line, sizeof(line), &off, &vsrv_metric_groups[g], s);
 	vb_notice("server stats: %s", line);
 	for (unsigned k = 0; k < s->n_kinds; k++) {
-		const struct vb_hist_snap *h = &s->kinds[k].lat;
+		const struct vsrv_kind_stats *ks = &s->kinds[k];
+		const struct vb_hist_snap *h = &ks->lat;
+		const struct vjob_kind *jk = vsrv_kind_job(srv, k);
 
-		if (!s->kinds[k].count)
+		if (!ks->count && !ks->jobs)
 			continue;
+		/* Then its callbacks and its module's counters (kinds.c). */
+		off = 0;
+		line[0] = '\0';
+		for (unsigned c = 0; jk && c < ks->n_counters && off < sizeof(line); c++)
+			off += (size_t)snprintf(line + off, sizeof(line) - off, " %s=%" PRIu64,
+						vjob_kind_counter_decl(jk, c).name, ks->counters[c]);
 		vb_notice("server kind %s: count=%" PRIu64 " p50_us=%" PRIu64 " p90_us=%" PRIu64
-			  " p99_us=%" PRIu64 " p999_us=%" PRIu64,
-			  s->kinds[k].name, s->kinds[k].count, vb_hist_snap_quantile(h, 0.5) / 1000,
+			  " p99_us=%" PRIu64 " p999_us=%" PRIu64 " module=%s jobs=%" PRIu64 " slices=%" PRIu64
+			  " slice_overruns=%" PRIu64 " slice_max_us=%" PRIu64 "%s",
+			  ks->name, ks->count, vb_hist_snap_quantile(h, 0.5) / 1000,
 			  vb_hist_snap_quantile(h, 0.9) / 1000, vb_hist_snap_quantile(h, 0.99) / 1000,
-			  vb_hist_snap_quantile(h, 0.999) / 1000);
+			  vb_hist_snap_quantile(h, 0.999) / 1000, ks->module, ks->jobs, ks->slices, ks->slice_overruns,
+			  ks->slice_max_ns / 1000, line);
 	}
 	free(s);
 }

@@ -33,6 +33,7 @@
 struct vrt;
 struct vio;
 struct vsrv;
+struct vjob_kind;
 
 #define VSRV_MAX_LISTEN 16
 /* Requests in flight per connection at most (server.max_pipeline's bound). */
@@ -84,8 +85,13 @@ struct vsrv_config {
 	bool access_log;
 	unsigned slice_us;
 	/* [modules]: the blocking pool (threads and its queue's capacity;
-	 * started only when a registered kind is blocking) */
+	 * started only when a registered kind is blocking); a step longer
+	 * than overrun_factor x slice_us is an overrun; quarantine_overruns
+	 * overruns of a kind within quarantine_window_ms quarantine it (0:
+	 * never). The last three are live (vsrv_set_live). */
 	unsigned blocking_threads, blocking_queue;
+	unsigned overrun_factor;
+	unsigned quarantine_overruns, quarantine_window_ms;
 	/* vsrv_stop: how long in-flight requests may take to finish before
 	 * their connections are cut. */
 	unsigned drain_timeout_ms;
@@ -161,15 +167,38 @@ void vsrv_free(struct vsrv *srv);
 
 enum vsrv_stage { VSRV_STAGE_PARSE, VSRV_STAGE_EXEC, VSRV_STAGE_WRITE, VSRV_STAGE_SEND, VSRV_STAGES };
 
-/* Per kind (label kind = name), one line per counter (base/metric.h); the
- * latency histogram is rendered on its own. */
+/* Per kind (labels module and kind), one line per counter
+ * (base/metric.h); the latency histogram and the module's own counters are
+ * rendered on their own. The slices are every callback of the kind that
+ * ran (start, each step), each timed by the thread that ran it; the
+ * server's routes and "other" have none. */
 #define VSRV_KIND_METRICS(X) \
-	X(count, COUNTER_SNAP, "", "responses sent for requests of this job kind", "kind_responses")
+	X(count, COUNTER_SNAP, "", "responses sent for requests of this job kind", "kind_responses") \
+	X(jobs, COUNTER_SNAP, "", "jobs of this kind made (start run, or queued for the blocking pool)", "kind_jobs") \
+	X(slices, COUNTER_SNAP, "", "callbacks of the kind run (start and each step), each timed", "kind_slices") \
+	X(slice_ns, COUNTER_SNAP, "nanoseconds", "time inside those callbacks", "kind_slice") \
+	X(slice_overruns, COUNTER_SNAP, "", \
+	  "callbacks longer than [modules] overrun_factor x [jobs] slice_us (never for a blocking kind)", \
+	  "kind_slice_overruns") \
+	X(slice_max_ns, GAUGE_SNAP, "nanoseconds", "the longest callback since start or `voltctl clear counters`", \
+	  "kind_slice_max") \
+	X(quarantined, GAUGE_SNAP, "", \
+	  "1 while the kind is quarantined ([modules] quarantine_overruns): its requests are answered 503", \
+	  "kind_quarantined") \
+	X(quarantine_refused, COUNTER_SNAP, "", "requests answered 503 because the kind was quarantined", \
+	  "kind_quarantine_refused")
+
+#define VSRV_KIND_COUNTERS 16 /* VOLTD_COUNTERS_MAX of <voltd/module.h> (server.c checks) */
 
 struct vsrv_kind_stats {
 	const char *name;          /* "healthz", "echo", ... (static) */
+	const char *module;        /* the kind's module, "voltd" for the server's own rows (static) */
 	VSRV_KIND_METRICS(VB_METRIC_FIELD)
 	struct vb_hist_snap lat;   /* parse -> response sent, nanoseconds */
+	/* the module's counters of the kind (voltd->count()), in its order;
+	 * their names: vjob_kind_counter_decl of vsrv_kind_job's kind */
+	unsigned n_counters;
+	uint64_t counters[VSRV_KIND_COUNTERS];
 };
 extern const struct vb_metric vsrv_kind_metrics[];
 extern const size_t vsrv_kind_metrics_n;
@@ -339,6 +368,16 @@ unsigned vsrv_trace_take(struct vsrv *srv, struct vsrv_trace_rec *out, unsigned 
 			 struct vsrv_trace_status *st);
 /* The name of kind index k (vsrv_stats.kinds[k].name). */
 const char *vsrv_kind_name(const struct vsrv *srv, unsigned k);
+/* The job kind of index k, NULL for the server's own rows ("healthz",
+ * "other"). */
+const struct vjob_kind *vsrv_kind_job(const struct vsrv *srv, unsigned k);
+
+/* `voltctl clear counters`: the longest-callback gauges (slice_max_ns)
+ * start again from 0. `voltctl clear quarantine` and a reload: every
+ * quarantined kind serves again (its overruns counted afresh); returns
+ * how many were. Any thread. */
+void vsrv_kinds_clear_max(struct vsrv *srv);
+unsigned vsrv_quarantine_clear(struct vsrv *srv);
 /* `voltctl hist blocking_wait`: the jobs' waits for a blocking pool
  * thread (nanoseconds). Any thread. */
 void vsrv_blocking_wait_hist(struct vsrv *srv, struct vb_hist_snap *out);
@@ -357,7 +396,9 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out);
 /* Log the snapshot's counters on one line at notice level, from the tables
  * (vb_metric_format): "server stats: conns_open=N ... responses_2xx=N ...
  * in_flight_parse=N ... jobs_send_waits=N ...", then one line per kind that
- * answered: "server kind NAME: count=N p50_us=N p90_us=N p99_us=N p999_us=N". */
+ * answered or had jobs: "server kind NAME: count=N p50_us=N p90_us=N
+ * p99_us=N p999_us=N module=M jobs=N slices=N slice_overruns=N
+ * slice_max_us=N", then its module's counters, COUNTER=N each. */
 void vsrv_stats_log(struct vsrv *srv);
 
 #endif

@@ -428,8 +428,11 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 		}
 		/* The job kind (with its module and version) names this poll
 		 * in a stall report. */
-		vrt_poll_label(vjob_kind_of(job->vj)->label);
+		const struct vjob_kind *kind = vjob_kind_of(job->vj);
+		vrt_poll_label(kind->label);
 		enum vjob_step js = vjob_step(job->vj, vjob_slice_deadline(&srv->jcfg, now));
+		/* Every step timed: the clock read above, and one after. */
+		vsrv__kind_slice(srv, kind, vb_now_ns() - now);
 		vsrv__trace_job_slice(job, now, js == VJOB_DONE);
 		switch (js) {
 		case VJOB_DONE:

@@ -93,8 +93,8 @@ static const struct vcfg_section sections[] = {
 	{ "jobs", "Limits and slicing of the job kinds." },
 	{ "control", "The UNIX control socket that voltctl talks to." },
 	{ "log", "Logging." },
-	{ "modules", "Where the modules' files are, and the blocking pool. Each [module.NAME] section after it "
-		     "loads module NAME." },
+	{ "modules", "Where the modules' files are, the blocking pool, and the budget every kind's steps are held "
+		     "to. Each [module.NAME] section after it loads module NAME." },
 };
 
 /*
@@ -276,6 +276,17 @@ static const struct vcfg_key schema[] = {
 	  .doc = "threads that run the blocking kinds' jobs, never a worker (started only when a kind is blocking)" },
 	{ "modules", "blocking_queue", VCFG_UINT, "256", 1, 1048576, F(server.blocking_queue),
 	  .doc = "capacity of the blocking pool's queue; when full, stages.on_full applies as for jobs" },
+	{ "modules", "overrun_factor", VCFG_UINT, "20", 0, 1000000, F(server.overrun_factor),
+	  .apply = live_server,
+	  .doc = "a step of a kind that is not blocking running longer than this many slice_us is an overrun "
+		 "(counted per kind, logged); 0 = none" },
+	{ "modules", "quarantine_overruns", VCFG_UINT, "0", 0, 1000000, F(server.quarantine_overruns),
+	  .apply = live_server,
+	  .doc = "this many overruns of one kind within quarantine_window_ms quarantine it: its requests get "
+		 "503 with Retry-After until voltctl clear quarantine or a reload; 0 = never" },
+	{ "modules", "quarantine_window_ms", VCFG_UINT, "10000", 1, 3600000, F(server.quarantine_window_ms),
+	  .unit = "ms", .apply = live_server,
+	  .doc = "the window quarantine_overruns counts in" },
 };
 
 static_assert(VB_ARRAY_SIZE(schema) <= VCFG_MAX_KEYS, "raise VCFG_MAX_KEYS");

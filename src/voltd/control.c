@@ -291,6 +291,10 @@ int vd_ctl_reload(struct vd_ctl *d, struct vb_strlist *changed, struct vb_strlis
 	}
 	vcfg_copy_reload(d->cfg, next);
 	apply_live(d);
+	/* A reload accepted is an operator's word that the kinds' code or
+	 * budget was looked at: quarantined kinds serve again. */
+	if (d->srv)
+		vsrv_quarantine_clear(d->srv);
 unlock:
 	record_reload(d, rc, errors);
 	pthread_mutex_unlock(&d->mu);

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
-"""The blocking pool, against a real voltd with the test module
-tests/modules/pool.c loaded from [module.pool] (the blocking kind `block`),
-on both backends:
+"""The blocking pool and the job kinds' statistics and safety, against a
+real voltd with the test module tests/modules/pool.c loaded from
+[module.pool] (the blocking kind `block`, the overrunning kind `hog`) and
+tests/modules/crash.c (a step that dies of a signal), on both backends:
 
 - with every blocking thread busy for seconds (one runtime worker), light
   requests are answered before any blocking one ends, and the blocking
@@ -10,19 +11,33 @@ on both backends:
   Retry-After, blocking_shed), wait (the connection waits its turn; the
   queue's send_waits), codel (refusals once its wait stands);
 - a drain with blocking jobs running and queued answers or counts every
-  one (requests == responses + dropped, checked by every stop here).
+  one (requests == responses + dropped, checked by every stop here) and
+  runs fini for every job whose start ran;
+- every callback timed per kind (jobs, slices, the longest; overruns for
+  hog), with the module's counters, in stats kinds, JSON (schema
+  validated), Prometheus (labels module, kind) and `hist blocking_wait`;
+  the longest step restarts at `clear counters`;
+- the quarantine: overruns within the window answer 503 with Retry-After
+  until `clear quarantine` or a reload;
+- a fatal signal in a module's step logs the signal, kind, module, version
+  and file, then voltd dies by that signal.
 No timing is asserted: the blocking jobs last seconds so that what must
 happen meanwhile has room to, and the ordering of events is checked."""
 import os
 import re
+import signal
+import subprocess
 import threading
 import time
 
+import pytest
+
 from conftest import BUILDDIR
-from ctlutil import ctl
-from httputil import backend, request, stop, voltd  # noqa: F401
+from ctlutil import ctl, validator
+from httputil import ASAN, backend, request, stop, voltd  # noqa: F401
 
 MODDIR = os.path.join(BUILDDIR, "tests", "modules")
+VOLTCTL = os.path.join(BUILDDIR, "voltctl")
 BLOCK_MS = 4000
 
 
@@ -59,6 +74,12 @@ def in_thread(port, target, out, key):
     th = threading.Thread(target=run)
     th.start()
     return th
+
+
+def kind_line(log, kind):
+    m = re.search(r"server kind %s: (.*)$" % kind, log, re.M)
+    assert m, log
+    return {k: v for k, v in (kv.split("=") for kv in m.group(1).split())}
 
 
 def test_light_answered_while_every_blocking_thread_busy(voltd, tmp_path):  # noqa: F811
@@ -162,3 +183,99 @@ def test_drain_answers_or_counts_every_blocking_job(voltd, tmp_path):  # noqa: F
         th.join(30)
     assert st["requests"] == 3 and st["requests_dropped"] + st["responses_2xx"] == 3, st
     assert st["requests_dropped"] >= 1, st
+    k = kind_line(d.log(), "block")
+    # Every job whose start ran had its fini, on the pool thread.
+    assert k["starts"] == k["finis"], k
+
+
+def test_kind_statistics_and_module_counters(voltd, tmp_path):  # noqa: F811
+    d = voltd("-c", str(conf(tmp_path, "overrun_factor = 20\n")))
+    check = validator(d)
+    for i in range(3):
+        assert request(d.port, "GET", "/block?ms=1&more=2&id=%d" % i).status == 200
+    assert request(d.port, "GET", "/hog?us=20000").status == 200   # 20 ms: over 20 x 50 us
+    assert request(d.port, "GET", "/v1/spin?n=1000").status == 200
+    s = check(stats(d, "kinds"))["kinds"]
+    b, h, sp = s["block"], s["hog"], s["spin"]
+    assert b["module"] == "pool" and h["module"] == "pool" and sp["module"] == "voltd", s
+    # block: start + 2 MORE + the last step each, no overrun (blocking)
+    assert b["kind_jobs"] == 3 and b["kind_slices"] == 12 and b["kind_slice_overruns"] == 0, b
+    assert b["counters"] == {"starts": 3, "finis": 3, "more_steps": 6}, b
+    assert h["kind_jobs"] == 1 and h["kind_slices"] == 1 and h["kind_slice_overruns"] == 1, h
+    assert h["kind_slice_max_ns"] >= 20000000 and h["counters"] == {"spins": 1}, h
+    assert sp["kind_jobs"] == 1 and sp["kind_slices"] >= 2 and "counters" not in sp, sp
+    assert s["healthz"]["module"] == "voltd" and s["healthz"]["kind_slices"] == 0, s
+    assert re.search(r"a step of kind hog, module pool 1\.0 ran \d+ us, over overrun_factor x slice_us \(1000 us\)",
+                     d.log()), d.log()
+    # Prometheus: labels module and kind; the module's counters.
+    text = ctl(d, "metrics")["text"]
+    assert 'voltd_server_kind_jobs_total{module="pool",kind="block"} 3\n' in text, text
+    assert 'voltd_server_kind_slice_overruns_total{module="pool",kind="hog"} 1\n' in text
+    assert 'voltd_server_request_duration_seconds_count{module="pool",kind="block"} 3\n' in text
+    assert 'voltd_module_counter_total{module="pool",kind="block",counter="finis"} 3\n' in text
+    assert "# TYPE voltd_server_blocking_queue_wait_seconds histogram\n" in text
+    h = check(ctl(d, "hist blocking_wait"))
+    assert h["summary"]["count"] == 3, h
+    # clear counters: the counters count from 0, the longest step too.
+    assert check(ctl(d, "clear counters"))["cleared"] == "counters"
+    s = check(stats(d, "kinds"))["kinds"]
+    assert s["hog"]["kind_slice_max_ns"] == 0 and s["block"]["counters"]["starts"] == 0, s
+    assert request(d.port, "GET", "/block?ms=1&id=9").status == 200
+    s = check(stats(d, "kinds"))["kinds"]
+    assert s["block"]["counters"] == {"starts": 1, "finis": 1, "more_steps": 0}, s
+    # voltctl's table shows them by kind.
+    r = subprocess.run([VOLTCTL, "-s", str(d.control), "stats", "kinds"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and re.search(r"^  counters\.starts\s", r.stdout, re.M), r.stdout
+    stop(d)
+
+
+def test_quarantine_until_cleared_or_reloaded(voltd, tmp_path):  # noqa: F811
+    path = conf(tmp_path, "quarantine_overruns = 2\nquarantine_window_ms = 60000\n")
+    d = voltd("-c", str(path), "-s", "stages.retry_after_s=7")
+    check = validator(d)
+
+    def quarantine():
+        for _ in range(2):
+            assert request(d.port, "GET", "/hog?us=20000").status == 200
+        r = request(d.port, "GET", "/hog?us=1")
+        assert r.status == 503 and r.header("Retry-After") == "7", r
+        # only that kind
+        assert request(d.port, "GET", "/block?ms=1").status == 200
+
+    quarantine()
+    k = check(stats(d, "kinds"))["kinds"]["hog"]
+    assert k["kind_quarantined"] == 1 and k["kind_quarantine_refused"] == 1 and k["kind_slice_overruns"] == 2, k
+    assert "kind hog, module pool 1.0 quarantined: 2 steps over overrun_factor x slice_us within 60000 ms" in d.log()
+    r = check(ctl(d, "clear quarantine"))
+    assert r["cleared"] == "quarantine" and r["released"] == 1, r
+    assert request(d.port, "GET", "/hog?us=1").status == 200
+    assert check(stats(d, "kinds"))["kinds"]["hog"]["kind_quarantined"] == 0
+    # A reload serves it again too.
+    quarantine()
+    d.proc.send_signal(signal.SIGHUP)
+    wait_for(lambda: "kind hog, module pool 1.0 serves again" in d.log().split("quarantined")[-1],
+             what="the reload's release")
+    assert request(d.port, "GET", "/hog?us=1").status == 200
+    # Off by default: live, `set` turns it off.
+    assert ctl(d, "set modules.quarantine_overruns 0")["ok"]
+    for _ in range(3):
+        assert request(d.port, "GET", "/hog?us=20000").status == 200
+    stop(d)
+
+
+@pytest.mark.parametrize("sig", ["segv", "abrt"])
+def test_fatal_signal_in_a_step_names_the_module(voltd, tmp_path, sig):  # noqa: F811
+    d = voltd("-c", str(conf(tmp_path, sections="[module.crash]\n")))
+    with pytest.raises(Exception):
+        request(d.port, "GET", "/crash?sig=%s" % sig)
+    rc = d.proc.wait(20)
+    name = {"segv": "SIGSEGV", "abrt": "SIGABRT"}[sig]
+    want = "fatal signal %s in kind crash of module crash 1.0 (%s/crash.so)" % (name, MODDIR)
+    assert want in d.log(), d.log()
+    # Then the signal's own action: death by it (ASan's handler takes
+    # SIGSEGV over after the line and exits instead).
+    num = {"segv": signal.SIGSEGV, "abrt": signal.SIGABRT}[sig]
+    if not (ASAN and sig == "segv"):
+        assert rc == -num, (rc, d.log())
+    else:
+        assert rc != 0, d.log()

@@ -29,7 +29,8 @@ def test_every_command_as_admin_matches_its_schema(daemon):
         for cmd in ["ping", "version", "help", "stats", "stats workers", "stats server", "stats kinds",
                     "metrics", "hist echo", "hist sched", "hist poll 0", "stats runtime", "config", "config scheduler.budget log.level", "schema",
                     "set scheduler.budget 100", "clear counters", "stats", "reload", "drain", "undrain",
-                    "trace 8", "trace dump", "trace dump 3", "trace 0", "trace", "hist blocking_wait"]:
+                    "trace 8", "trace dump", "trace dump 3", "trace 0", "trace", "hist blocking_wait",
+                    "clear quarantine"]:
             r = check(c.cmd(cmd))
             assert r["ok"] is True, (cmd, r)
         # one reply per command, errors included, on the same connection
@@ -79,16 +80,16 @@ def test_user_reads_but_cannot_change(daemon, shared):
     before = ctl(d, "config scheduler.budget")["keys"][0]
     replies = ctl_as(NOBODY, NOBODY, sock, "ping", "version", "stats", "config", "metrics", "hist sched",
                      "hist healthz", "schema", "help",
-                     "set scheduler.budget 7", "clear counters", "reload", "drain", "undrain")
+                     "set scheduler.budget 7", "clear counters", "clear quarantine", "reload", "drain", "undrain")
     for r in replies[:9]:
         assert check(r)["ok"] is True, r
     assert replies[8]["level"] == "user"
-    for r, need in zip(replies[9:], ["operator", "operator", "admin", "admin", "admin"]):
+    for r, need in zip(replies[9:], ["operator", "operator", "operator", "admin", "admin", "admin"]):
         check(r)
         assert r["ok"] is False and r["code"] == "permission" and r["need"] == need, r
         assert r["level"] == "user"
     assert ctl(d, "config scheduler.budget")["keys"][0] == before
-    assert ctl(d, "stats control")["control"]["denied"] == 5
+    assert ctl(d, "stats control")["control"]["denied"] == 6
     assert ctl(d, "stats")["cleared"] is False
 
 

@@ -204,7 +204,7 @@ def test_promtool_accepts_the_metrics(voltd):
         pytest.skip("promtool not found: install the Debian package prometheus")
     d = voltd()
     request(d.port, "POST", "/v1/echo", body=b"x")
-    want = '\nvoltd_server_request_duration_seconds_count{kind="echo"} 1\n'
+    want = '\nvoltd_server_request_duration_seconds_count{module="voltd",kind="echo"} 1\n'
     deadline = time.monotonic() + 10  # the latency is recorded just after the response is sent
     text = ctl(d, "metrics")["text"]
     while want not in text and time.monotonic() < deadline:

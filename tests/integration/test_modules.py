@@ -100,8 +100,8 @@ def test_kinds_without_a_cap(voltd, tmp_path):
     assert kinds["good_spin"]["kind_responses"] == 0
     assert "healthz" in kinds and "other" in kinds
     text = ctl(d, "metrics")["text"]
-    assert '\nvoltd_server_request_duration_seconds_count{kind="many_39"} 1\n' in text
-    assert '{kind="good_files"}' in text
+    assert '\nvoltd_server_request_duration_seconds_count{module="many",kind="many_39"} 1\n' in text
+    assert '{module="good",kind="good_files"}' in text
 
 
 def test_live_module_key(voltd, tmp_path):
