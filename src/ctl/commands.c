@@ -405,6 +405,57 @@ static json_t *cmd_clear(struct vctl *ctl, const struct vctl_peer *peer, int arg
 	return NULL;
 }
 
+/* The ABI as "major.minor". */
+static json_t *abi_text(unsigned major, unsigned minor)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%u.%u", major, minor);
+	return json_string(buf);
+}
+
+static json_t *module_kind(const struct vjob_kind *k)
+{
+	json_t *flags = json_array(), *counters = json_array();
+
+	if (k->blocking)
+		json_array_append_new(flags, json_string("blocking"));
+	if (k->prefix)
+		json_array_append_new(flags, json_string("prefix"));
+	for (unsigned c = 0; c < vjob_kind_counter_count(k); c++) {
+		struct voltd_counter d = vjob_kind_counter_decl(k, c);
+		json_array_append_new(counters, json_pack("{s:s, s:s}", "name", d.name, "help", d.help ? d.help : ""));
+	}
+	return json_pack("{s:s, s:s, s:s, s:o, s:o}", "name", k->name, "route", k->path, "methods", k->allow,
+			 "flags", flags, "counters", counters);
+}
+
+/* modules: every module voltd runs (the built-in one first), its file and
+ * that file's identity now, its ABI, build id and kinds. */
+static json_t *cmd_modules(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
+{
+	json_t *a = json_array();
+
+	json_object_set_new(r, "abi", abi_text(VOLTD_MODULE_ABI_MAJOR, VOLTD_MODULE_ABI_MINOR));
+	for (size_t i = 0; i < vjob_mod_count(); i++) {
+		const struct vjob_mod *m = vjob_mod_at(i);
+		const char *id = vjob_mod_build_id(m);
+		json_t *kinds = json_array();
+
+		for (size_t k = 0; k < vjob_mod_kind_count(m); k++)
+			json_array_append_new(kinds, module_kind(vjob_mod_kind(m, k)));
+		json_array_append_new(
+			a, json_pack("{s:s, s:s, s:s, s:b, s:o, s:o, s:o, s:b, s:o}", "name", vjob_mod_name(m),
+				     "version", vjob_mod_version(m), "file", vjob_mod_path(m), "builtin",
+				     m == vjob_mod_builtin(), "abi", abi_text(VOLTD_MODULE_ABI_MAJOR, vjob_mod_abi_minor(m)),
+				     "abi_oldest", abi_text(VOLTD_MODULE_ABI_MAJOR, vjob_mod_min_minor(m)), "build_id",
+				     *id ? json_string(id) : json_null(), "changed_on_disk",
+				     vjob_mod_file_changed(m) != 0, "kinds", kinds));
+	}
+	json_object_set_new(r, "modules", a);
+	return NULL;
+}
+
 static json_t *cmd_reload(struct vctl *ctl, const struct vctl_peer *peer, int argc, char **argv, json_t *r)
 {
 	const struct vctl_hooks *h = &ctl->hooks;
@@ -466,6 +517,9 @@ const struct vctl_cmd vctl__commands[] = {
 	  "queued to submitted, completions waiting to be collected (io_uring), a blocking kind's job's wait "
 	  "for a pool thread, or a job kind's (echo, hash...)",
 	  "hist", cmd_hist },
+	{ "modules", "", 0, 0, VCTL_USER,
+	  "the job modules: version, file (and whether it changed on disk since it was loaded), ABI, build id, "
+	  "kinds with their routes, methods and flags", "modules", cmd_modules },
 	{ "config", "[KEY...]", 0, -1, VCTL_USER, "effective configuration: value, source, live/reload/restart",
 	  "config", cmd_config },
 	{ "schema", "", 0, 0, VCTL_USER, "JSON Schemas of every reply", "schema", cmd_schema },

@@ -83,8 +83,13 @@ const char *vcli_cell(const char *key, const json_t *v, char *buf, size_t len)
 		}
 		return buf;
 	}
-	case JSON_OBJECT:
+	case JSON_OBJECT: {
+		/* An object in a cell (a module's kind's counters) by its name. */
+		const json_t *name = json_object_get(v, "name");
+		if (json_is_string(name))
+			return snprintf(buf, len, "%s", json_string_value(name)), buf;
 		return snprintf(buf, len, "{...}"), buf;
+	}
 	}
 	return "";
 }
@@ -346,6 +351,21 @@ out_n:
 
 static void render_object(FILE *fp, json_t *o, const char *path, int indent);
 
+/* Does an array of objects hold objects that hold arrays of objects (the
+ * modules, each with its kinds)? Then each is a block of its own. */
+static bool is_nested_array(json_t *v)
+{
+	size_t i;
+	json_t *e, *m;
+	const char *k;
+
+	json_array_foreach(v, i, e)
+		json_object_foreach(e, k, m)
+			if (is_object_array(m))
+				return true;
+	return false;
+}
+
 static void render_member(FILE *fp, const char *name, json_t *v, int indent)
 {
 	size_t n = 0, i;
@@ -353,7 +373,19 @@ static void render_member(FILE *fp, const char *name, json_t *v, int indent)
 	const char **names;
 
 	fprintf(fp, "%*s%s\n", indent, "", name);
-	if (is_object_array(v)) {
+	if (indent == 0 && is_object_array(v) && is_nested_array(v)) {
+		json_t *e;
+		json_array_foreach(v, i, e) {
+			const json_t *title = json_object_get(e, "name");
+			if (i)
+				fputc('\n', fp);
+			if (json_is_string(title))
+				fprintf(fp, "%*s%s\n", indent + 2, "", json_string_value(title));
+			else
+				fprintf(fp, "%*s%zu\n", indent + 2, "", i);
+			render_object(fp, e, name, indent + 4);
+		}
+	} else if (is_object_array(v)) {
 		json_t *e;
 		n = json_array_size(v);
 		objs = calloc(n, sizeof(*objs));

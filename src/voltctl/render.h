@@ -4,8 +4,10 @@
  * field the daemon adds shows up without a voltctl change: scalars as
  * key/value tables, arrays of objects and objects of objects (channels,
  * job kinds) as tables (transposed when they are wide and short: one column
- * per worker), nested objects flattened to dotted names. Durations
- * (*_seconds, *_ns) print with a unit. Also the small text table that
+ * per worker), nested objects flattened to dotted names; a reply's
+ * array of objects whose objects hold arrays of objects (the modules, each
+ * with its kinds) one block per object, titled by its "name"; an object in
+ * a cell by its "name". Durations (*_seconds, *_ns) print with a unit. Also the small text table that
  * `top` draws with. Single-threaded.
  */
 #ifndef VOLTD_VOLTCTL_RENDER_H

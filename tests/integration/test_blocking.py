@@ -20,11 +20,16 @@ tests/modules/crash.c (a step that dies of a signal), on both backends:
 - the quarantine: overruns within the window answer 503 with Retry-After
   until `clear quarantine` or a reload;
 - a fatal signal in a module's step logs the signal, kind, module, version
-  and file, then voltd dies by that signal.
+  and file, then voltd dies by that signal;
+- `voltctl modules` (table and --json): name, version, file, ABI, build
+  id, kinds with routes, methods and flags, and the file changed on disk
+  after a rename-install over it.
 No timing is asserted: the blocking jobs last seconds so that what must
 happen meanwhile has room to, and the ordering of events is checked."""
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import threading
@@ -279,3 +284,48 @@ def test_fatal_signal_in_a_step_names_the_module(voltd, tmp_path, sig):  # noqa:
         assert rc == -num, (rc, d.log())
     else:
         assert rc != 0, d.log()
+
+
+def test_modules_listed_and_changed_on_disk(voltd, tmp_path):  # noqa: F811
+    mine = tmp_path / "mods"
+    mine.mkdir()
+    shutil.copy(os.path.join(MODDIR, "pool.so"), mine / "pool.so")
+    path = tmp_path / "voltd.conf"
+    path.write_text("[modules]\ndir = %s\n[module.pool]\n" % mine)
+    d = voltd("-c", str(path))
+    check = validator(d)
+    r = check(ctl(d, "modules"))
+    assert r["abi"] == "1.0"
+    mods = {m["name"]: m for m in r["modules"]}
+    assert list(mods) == ["voltd", "pool"], r
+    v, p = mods["voltd"], mods["pool"]
+    assert v["builtin"] and v["file"] == "(built in)" and v["build_id"] is None, v
+    assert [k["name"] for k in v["kinds"]][:2] == ["echo", "spin"], v
+    assert not p["builtin"] and p["file"] == str(mine / "pool.so") and p["version"] == "1.0", p
+    assert p["abi"] == "1.0" and p["abi_oldest"] == "1.0" and re.match(r"^[0-9a-f]{16,}$", p["build_id"]), p
+    # the build id is the file's NT_GNU_BUILD_ID note, as readelf shows it
+    if shutil.which("readelf"):
+        n = subprocess.run(["readelf", "-n", str(mine / "pool.so")], capture_output=True, text=True).stdout
+        assert p["build_id"] in n, n
+    assert p["kinds"] == [
+        {"name": "block", "route": "/block", "methods": "GET", "flags": ["blocking"],
+         "counters": [{"name": "starts", "help": "jobs whose start ran"},
+                      {"name": "finis", "help": "jobs whose fini ran"},
+                      {"name": "more_steps", "help": "steps that returned MORE"}]},
+        {"name": "hog", "route": "/hog", "methods": "GET", "flags": [],
+         "counters": [{"name": "spins", "help": "hog steps run"}]}], p["kinds"]
+    assert p["changed_on_disk"] is False
+    t = subprocess.run([VOLTCTL, "-s", str(d.control), "modules"], capture_output=True, text=True, timeout=30)
+    assert t.returncode == 0 and re.search(r"^      block\s+/block\s+GET\s+blocking\s+starts, finis, more_steps$",
+                                            t.stdout, re.M), t.stdout
+    # An install by rename puts another file at the path: changed on disk.
+    shutil.copy(os.path.join(MODDIR, "good.so"), mine / "pool.so.new")
+    os.rename(mine / "pool.so.new", mine / "pool.so")
+    r = check(ctl(d, "modules"))
+    assert [m["changed_on_disk"] for m in r["modules"]] == [False, True], r
+    j = subprocess.run([VOLTCTL, "-s", str(d.control), "--json", "modules"], capture_output=True, text=True,
+                       timeout=30)
+    assert j.returncode == 0 and json.loads(j.stdout)["schema"] == "voltd.modules.v1"
+    # The blocking pool still serves from the mapping it loaded.
+    assert request(d.port, "GET", "/block?ms=1").status == 200
+    stop(d)

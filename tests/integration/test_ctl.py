@@ -29,7 +29,7 @@ def test_every_command_as_admin_matches_its_schema(daemon):
         for cmd in ["ping", "version", "help", "stats", "stats workers", "stats server", "stats kinds",
                     "metrics", "hist echo", "hist sched", "hist poll 0", "stats runtime", "config", "config scheduler.budget log.level", "schema",
                     "set scheduler.budget 100", "clear counters", "stats", "reload", "drain", "undrain",
-                    "trace 8", "trace dump", "trace dump 3", "trace 0", "trace", "hist blocking_wait",
+                    "trace 8", "trace dump", "trace dump 3", "trace 0", "trace", "modules", "hist blocking_wait",
                     "clear quarantine"]:
             r = check(c.cmd(cmd))
             assert r["ok"] is True, (cmd, r)
@@ -45,11 +45,11 @@ def test_every_command_as_admin_matches_its_schema(daemon):
     assert names == {"ping": "user", "version": "user", "help": "user", "stats": "user", "metrics": "user",
                      "hist": "user", "config": "user", "schema": "user", "set": "operator",
                      "clear": "operator", "trace": "operator", "reload": "admin", "drain": "admin",
-                     "undrain": "admin"}
+                     "undrain": "admin", "modules": "user"}
     # each reply kind has a schema
     assert set(check.schemas) >= {"voltd.%s.v1" % n for n in
                                   ["error", "pong", "version", "help", "stats", "metrics", "hist", "config",
-                                   "schema", "set", "clear", "reload", "drain", "trace"]}
+                                   "schema", "set", "clear", "reload", "drain", "trace", "modules"]}
 
 
 def test_usage_errors_come_from_the_help_table(daemon):
@@ -79,12 +79,12 @@ def test_user_reads_but_cannot_change(daemon, shared):
     check = validator(d)
     before = ctl(d, "config scheduler.budget")["keys"][0]
     replies = ctl_as(NOBODY, NOBODY, sock, "ping", "version", "stats", "config", "metrics", "hist sched",
-                     "hist healthz", "schema", "help",
+                     "hist healthz", "schema", "modules", "help",
                      "set scheduler.budget 7", "clear counters", "clear quarantine", "reload", "drain", "undrain")
-    for r in replies[:9]:
+    for r in replies[:10]:
         assert check(r)["ok"] is True, r
-    assert replies[8]["level"] == "user"
-    for r, need in zip(replies[9:], ["operator", "operator", "operator", "admin", "admin", "admin"]):
+    assert replies[9]["level"] == "user"
+    for r, need in zip(replies[10:], ["operator", "operator", "operator", "admin", "admin", "admin"]):
         check(r)
         assert r["ok"] is False and r["code"] == "permission" and r["need"] == need, r
         assert r["level"] == "user"

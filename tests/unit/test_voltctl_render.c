@@ -4,8 +4,8 @@
  * it has never seen: scalars as key/value lines, an array of objects as a
  * table, a wide and short one transposed (one column per element), an
  * object of objects as rows named by their keys, nested objects as dotted
- * names, durations with units, and a field nobody told voltctl about shows
- * up. Single-threaded; plain asserts (exit 1 on the first difference).
+ * names, durations with units, modules with their kinds one block each,
+ * and a field nobody told voltctl about shows up. Single-threaded; plain asserts (exit 1 on the first difference).
  */
 #include "voltctl/render.h"
 
@@ -98,6 +98,30 @@ int main(void)
 	       "\n"
 	       "  responses\n"
 	       "    2xx  3\n");
+	/* An array of objects that hold arrays of objects (modules and their
+	 * kinds): a block per object, titled by its name; an object in a cell
+	 * by its name (a kind's counters). */
+	expect("{\"abi\":\"1.0\",\"modules\":[{\"name\":\"geo\",\"kinds\":[{\"name\":\"resize\",\"flags\":[\"blocking\"],"
+	       "\"counters\":[{\"name\":\"a\",\"help\":\"x\"},{\"name\":\"b\",\"help\":\"y\"}]}]},"
+	       "{\"name\":\"two\",\"kinds\":[{\"name\":\"k\",\"flags\":[],\"counters\":[]}]}]}",
+	       "abi  1.0\n"
+	       "\n"
+	       "modules\n"
+	       "  geo\n"
+	       "    name  geo\n"
+	       "\n"
+	       "    kinds\n"
+	       "      name    flags     counters\n"
+	       "      --------------------------\n"
+	       "      resize  blocking  a, b\n"
+	       "\n"
+	       "  two\n"
+	       "    name  two\n"
+	       "\n"
+	       "    kinds\n"
+	       "      name  flags  counters\n"
+	       "      ---------------------\n"
+	       "      k            \n");
 	if (failures) {
 		fprintf(stderr, "test_voltctl_render: %d failures\n", failures);
 		return 1;
