@@ -7,8 +7,6 @@
 # -I, -fPIC -fvisibility=hidden -shared), with warnings as errors. Each
 # exports its entry alone. Then the example count against voltd's built-in
 # spin: the same answer for the same n (the benchmark compares the two).
-# A blocking kind needs voltd's blocking pool: when this voltd refuses it
-# for that reason, its example is built and checked to be refused so.
 # Usage: test_examples.sh (VOLTD_BUILDDIR, VOLTD_SRCDIR: the build and source trees).
 set -u
 b=${VOLTD_BUILDDIR:?}
@@ -46,12 +44,6 @@ for dir in "$s"/examples/modules/*/; do
 	so=$work/$d/$d.so
 	exported=$(nm -D --defined-only "$so" | awk '{ print $NF }' | tr '\n' ' ')
 	[ "$exported" = "voltd_module_v1 " ] || fail "$d: $d.so exports '$exported', not voltd_module_v1 alone"
-	if "$modtest" --check "$so" >"$work/$d.refused" 2>&1; then
-		:
-	elif grep -q 'VOLTD_KIND_BLOCKING: this voltd has no blocking pool' "$work/$d.refused"; then
-		echo "$d: built; refused as a blocking kind by this voltd (no blocking pool): $(tail -1 "$work/$d.refused")"
-		continue
-	fi
 	if ex "$d" check >"$work/$d.log" 2>&1; then
 		echo "$d: built, make check passed"
 	else
