@@ -230,8 +230,16 @@ def test_slow_readers_memory_bounded_and_returned(voltd):
         s = small_rcvbuf_conn(d.port)
         s.setblocking(False)
         conns.append([s, req_bytes("POST", "/v1/echo", body)])
-    # push the requests without blocking on any one client; bounded in time
-    while time.monotonic() - t0 < 20:
+    # push the requests without blocking on any one client until the server
+    # is seen to stop reading for the budget, and one more second for the
+    # peak: how much a loaded machine moves in a fixed time must not decide
+    # whether the budget is reached (120 s bounds a hang)
+    waited_at = None
+    while time.monotonic() - t0 < 120:
+        if waited_at is None and ctl(d, "stats server")["server"]["budget_waits"] > 0:
+            waited_at = time.monotonic()
+        if waited_at is not None and time.monotonic() - waited_at > 1.0:
+            break
         pending = 0
         for c in conns:
             if c[1]:

@@ -119,8 +119,12 @@ def test_abuse_of_the_control_socket_leaves_http_serving(voltd):
     p = wrk(d.port, "/healthz", seconds=3)
 
     # 1,000 connections: 16 are served, 2 more because this test runs as
-    # root (admin slots), the others get "busy" and are closed
-    conns, busy = [], 0
+    # root (admin slots), the others get "busy" and are closed. Only a slot
+    # voltd frees lets a later connection in: none is closed here before all
+    # are answered, and the idle closes (control.client_timeout_ms, which a
+    # slow machine reaches while it connects) are counted.
+    st0 = ctl(d, "stats control")["control"]
+    conns, busy, served = [], 0, 0
     deadline = time.monotonic() + 30
     for _ in range(1000):
         s = socket.socket(socket.AF_UNIX)
@@ -148,10 +152,16 @@ def test_abuse_of_the_control_socket_leaves_http_serving(voltd):
             if not r["ok"]:
                 assert r["code"] == "busy", r
                 busy += 1
+            else:
+                served += 1
         else:
             busy += 1  # refused before the error line could be read
+    for s in conns:
         s.close()
-    assert busy >= 1000 - 16 - 2, busy
+    st1 = ctl(d, "stats control")["control"]
+    freed = st1["idle_closed"] - st0["idle_closed"]
+    assert busy + served == 1000 and served <= 16 + 2 + freed, (busy, served, freed)
+    assert st1["refused_busy"] - st0["refused_busy"] == busy, (busy, st1)
 
     # a 1 MiB line: an error, then the connection is closed
     with Ctl(d.control) as c:
@@ -196,7 +206,7 @@ def test_abuse_of_the_control_socket_leaves_http_serving(voltd):
     time.sleep(2.0)
     st = ctl(d, "stats control")["control"]
     lazy.close()
-    assert st["refused_busy"] >= 1000 - 16 - 2 and st["lines_too_long"] == 1 and st["idle_closed"] >= 1, st
+    assert st["lines_too_long"] == 1 and st["idle_closed"] >= 1, st
 
 
 def test_promtool_accepts_the_metrics(voltd):
