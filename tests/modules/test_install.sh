@@ -20,7 +20,9 @@ fail() {
 	fails=$((fails + 1))
 }
 var() { # NAME: a make variable of the build tree, expanded
-	make -s -C "$b" -f Makefile -f - print-var VAR="$1" <<'MK'
+	# --no-print-directory: under make check, MAKEFLAGS carries the w that
+	# the outer make -C set, and "Entering directory" would be in the value.
+	make -s --no-print-directory -C "$b" -f Makefile -f - print-var VAR="$1" <<'MK'
 print-var:
 	@echo '$($(VAR))'
 MK
