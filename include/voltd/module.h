@@ -108,9 +108,11 @@ struct voltd_counter {
 /* ------------------------------------------------------------------ kinds */
 
 /* Flags of a kind. */
-#define VOLTD_KIND_BLOCKING (1u << 0) /* steps run on the blocking pool's
-				       * threads ([modules] blocking_threads),
-				       * never on a worker: they may block */
+#define VOLTD_KIND_BLOCKING (1u << 0) /* every callback (start, step, fini)
+				       * runs on a thread of the blocking pool
+				       * ([modules] blocking_threads), never
+				       * on a worker: they may block; the
+				       * thread keeps the job to its end */
 #define VOLTD_KIND_PREFIX (1u << 1)   /* route is a prefix, not an exact path */
 
 /*
@@ -330,7 +332,8 @@ struct voltd_host {
 	/* CLOCK_MONOTONIC in nanoseconds: the clock of deadline_ns. */
 	int64_t (*now_ns)(void);
 	/* Step this job again at wake_ns (or soon after); the step then
-	 * returns VOLTD_STEP_SLEEP. The job holds no thread while it sleeps. */
+	 * returns VOLTD_STEP_SLEEP. The job holds no thread while it sleeps
+	 * (but a blocking kind's: its pool thread sleeps with it). */
 	void (*sleep_until)(struct voltd_job *job, int64_t wake_ns);
 
 	/* --- the module (any unless said) --- */
