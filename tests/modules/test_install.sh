@@ -20,9 +20,10 @@ fail() {
 	fails=$((fails + 1))
 }
 var() { # NAME: a make variable of the build tree, expanded
-	# --no-print-directory: under make check, MAKEFLAGS carries the w that
-	# the outer make -C set, and "Entering directory" would be in the value.
-	make -s --no-print-directory -C "$b" -f Makefile -f - print-var VAR="$1" <<'MK'
+	# A make of its own: under make check, MAKEFLAGS carries the w of the
+	# outer make -C (scripts/test), which --no-print-directory does not
+	# undo, and "Entering directory" would be in the value.
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$b" -f Makefile -f - print-var VAR="$1" <<'MK'
 print-var:
 	@echo '$($(VAR))'
 MK
