@@ -216,7 +216,7 @@ static void conn_give_back(struct vsrv_conn *c)
 		vsrv__spare_put(c->srv, VSRV_SPARE_BATCH, c->out);
 		c->out = NULL;
 	}
-	if (c->parser && !c->rbuf && c->rx != VSRV_RX_CONTINUE &&
+	if (c->parser && !c->recv_buf && c->rx != VSRV_RX_CONTINUE &&
 	    vhttp_parser_phase(c->parser) == VHTTP_PHASE_IDLE) {
 		vsrv__parser_put(c->srv, c->parser);
 		c->parser = NULL;
@@ -450,8 +450,8 @@ static enum vrt_poll conn_cut(struct vsrv_conn *c)
 static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
 {
 	struct vsrv *srv = c->srv;
-	void *buf = c->rbuf;
-	size_t room = c->rroom;
+	void *buf = c->recv_buf;
+	size_t room = c->recv_room;
 	ssize_t n;
 	enum vrt_poll p;
 
@@ -467,11 +467,11 @@ static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
 	}
 	p = vio_conn_recv(&c->io, buf, room, &n);
 	if (p == VRT_PENDING) {
-		c->rbuf = buf;
-		c->rroom = room;
+		c->recv_buf = buf;
+		c->recv_room = room;
 		return p;
 	}
-	c->rbuf = NULL;
+	c->recv_buf = NULL;
 	if (p == VRT_YIELD)
 		return p;
 	*progress = true;
@@ -637,7 +637,7 @@ static enum vrt_poll step_pending(struct vsrv_conn *c, bool *progress)
 /* The receive under way, if any. */
 static enum vrt_poll step_recv(struct vsrv_conn *c, bool *progress)
 {
-	return c->rbuf && c->end < VSRV_END_ABORTED ? conn_recv(c, progress) : VRT_READY;
+	return c->recv_buf && c->end < VSRV_END_ABORTED ? conn_recv(c, progress) : VRT_READY;
 }
 
 /* A body's growth and its end, against the budget (wait reserves in
@@ -667,7 +667,7 @@ static enum vrt_poll step_output(struct vsrv_conn *c, int64_t now, bool *progres
  * it (the timer looks again). */
 static enum vrt_poll step_read(struct vsrv_conn *c, bool *progress)
 {
-	if (c->rbuf || !may_read(c))
+	if (c->recv_buf || !may_read(c))
 		return VRT_READY;
 	if (c->end == VSRV_END_OPEN) {
 		vsrv__rx_to(c, budget_blocks(c) ? VSRV_RX_BUDGET_WAIT : VSRV_RX_READ);
@@ -683,7 +683,7 @@ static void step_wait(struct vsrv_conn *c, int64_t now)
 {
 	if (c->out || c->slots)
 		conn_give_back(c);
-	if (c->rbuf || c->end >= VSRV_END_LINGER || c->rx == VSRV_RX_EOF || !vsrv__in_flight(c))
+	if (c->recv_buf || c->end >= VSRV_END_LINGER || c->rx == VSRV_RX_EOF || !vsrv__in_flight(c))
 		c->probe_at = 0;
 	else if (!c->probe_at)
 		c->probe_at = now + VSRV_PROBE_NS;

@@ -22,7 +22,7 @@ static int64_t read_deadline(const struct vsrv_conn *c)
 {
 	if (c->end == VSRV_END_LINGER)
 		return c->linger_until;
-	if (!c->rbuf || c->rx != VSRV_RX_READ || c->end != VSRV_END_OPEN)
+	if (!c->recv_buf || c->rx != VSRV_RX_READ || c->end != VSRV_END_OPEN)
 		return 0;
 	switch (c->phase) {
 	case VHTTP_PHASE_HEAD:

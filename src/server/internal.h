@@ -319,8 +319,8 @@ struct vsrv_conn {
 	uint64_t tx_acked;     /* TCP bytes acknowledged at tx_mark (VSRV_ACKED_UNSEEN) */
 	int64_t linger_until;
 	size_t linger_bytes;
-	void *rbuf;            /* where the recv under way writes (NULL: none under way) */
-	size_t rroom;
+	void *recv_buf;        /* where the receive under way writes (NULL: none under way) */
+	size_t recv_room;      /* its room */
 	int64_t tmr_at;        /* what tmr is armed for (0: not armed) */
 	size_t rx_held;        /* the parser's body bytes charged to srv->inflight */
 	int64_t probe_at;      /* next look for a peer reset while not reading (0: none) */
