@@ -446,7 +446,7 @@ static enum vrt_poll conn_cut(struct vsrv_conn *c)
 
 /* ------------------------------------------------------------ the task */
 
-/* Receive into the parser, or into ibuf (no parser yet; lingering). */
+/* Receive into the parser, or into idle_buf (no parser yet; lingering). */
 static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
 {
 	struct vsrv *srv = c->srv;
@@ -462,8 +462,8 @@ static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
 		buf = vhttp_parser_rbuf(c->parser, &room);
 		VB_BUG_ON(room == 0); /* everything was parsed (or reset) */
 	} else if (!buf) {
-		buf = c->ibuf;
-		room = sizeof(c->ibuf);
+		buf = c->idle_buf;
+		room = sizeof(c->idle_buf);
 	}
 	p = vio_conn_recv(&c->io, buf, room, &n);
 	if (p == VRT_PENDING) {
@@ -490,14 +490,14 @@ static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
 		VSRV_ADD(srv, bytes_in, n);
 		if (c->rx != VSRV_RX_READ)
 			return VRT_READY; /* no more requests: dropped */
-		if (buf == c->ibuf) {
+		if (buf == c->idle_buf) {
 			/* The first bytes after idle: now the parser. */
 			if (!conn_take_rx(c)) {
 				vsrv__conn_abort(c, "out of memory for a parser");
 				return VRT_READY;
 			}
-			size_t took = vhttp_parser_feed(c->parser, c->ibuf, (size_t)n);
-			VB_BUG_ON(took != (size_t)n); /* an empty parser holds VSRV_IBUF */
+			size_t took = vhttp_parser_feed(c->parser, c->idle_buf, (size_t)n);
+			VB_BUG_ON(took != (size_t)n); /* an empty parser holds VSRV_IDLE_BUF */
 		} else {
 			vhttp_parser_commit(c->parser, (size_t)n);
 		}

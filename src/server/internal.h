@@ -87,7 +87,7 @@ struct vsrv_depot {
 #define VSRV_QUIET_NS (500 * VB_NS_PER_MS)
 /* The receive buffer of a connection without a parser (idle): a request
  * that fits arrives in one read; the parser is taken when it does. */
-#define VSRV_IBUF 256
+#define VSRV_IDLE_BUF 256
 
 /*
  * One block per worker (+1 for other threads), each on its own cache lines.
@@ -281,7 +281,7 @@ struct vsrv_conn {
 	struct vio_conn io;            /* task-private */
 	struct vsrv *srv;
 	/* task-private: taken when bytes arrive, given back when idle (NULL:
-	 * none; the next read goes to ibuf); freed by drop */
+	 * none; the next read goes to idle_buf); freed by drop */
 	struct vhttp_parser *parser;
 
 	/* registry (srv->reg_mu) */
@@ -336,7 +336,7 @@ struct vsrv_conn {
 	 * sequence number + 1 (0: none in flight). */
 	struct vsrv_trace *trace;
 	uint64_t trace_seq;
-	char ibuf[VSRV_IBUF];  /* reads while there is no parser; lingering */
+	char idle_buf[VSRV_IDLE_BUF]; /* reads while there is no parser (idle; lingering) */
 };
 
 /* ----------------------------------------------------------- the server */
