@@ -356,7 +356,7 @@ static void conn_release(struct vsrv_conn *c)
 	vio_timer_disarm(&c->tmr);
 	c->tmr_at = 0;
 	if (c->pending) {
-		vch_waiter_cancel(&c->jw);
+		vch_waiter_cancel(&c->pending_waiter);
 		vsrv__job_free(srv, c->pending);
 		c->pending = NULL;
 	}
@@ -777,7 +777,7 @@ int vsrv__conn_new(struct vsrv *srv, int fd, struct vsrv_conn **out)
 	c->srv = srv;
 	vrt_task_init(&c->task, &vsrv__conn_vt);
 	vio_conn_init(&c->io, fd);
-	vch_waiter_init(&c->jw);
+	vch_waiter_init(&c->pending_waiter);
 	vio_timer_init(&c->tmr);
 	atomic_init(&c->dead, false);
 	c->phase = VHTTP_PHASE_IDLE;

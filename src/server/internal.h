@@ -310,7 +310,7 @@ struct vsrv_conn {
 	uint64_t collect_seq;  /* next response to put in the batch */
 	uint64_t sent_seq;     /* responses fully sent */
 	struct vsrv_job *pending;      /* waiting for room in `jobs` (it goes even after DONE) */
-	struct vch_waiter jw;
+	struct vch_waiter pending_waiter; /* pending's wait for room (`jobs`, or the blocking queue) */
 	enum vhttp_phase phase;
 	int64_t phase_since;   /* when phase last changed */
 	int64_t idle_since;    /* nothing in flight, nothing buffered, since */

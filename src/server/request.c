@@ -67,9 +67,9 @@ static enum vch_status send_job(struct vsrv_conn *c, struct vsrv_job *job, bool 
 
 	vsrv__job_stage(srv, job, VSRV_J_EXEC);
 	if (job_blocks(job))
-		st = wait ? vch_send_poll(srv->pool.q, &c->jw, vch_val(job)) : vch_try_send(srv->pool.q, vch_val(job));
+		st = wait ? vch_send_poll(srv->pool.q, &c->pending_waiter, vch_val(job)) : vch_try_send(srv->pool.q, vch_val(job));
 	else
-		st = wait ? vch_set_send_poll(srv->jobs, vsrv__home(srv), &c->jw, vch_val(job))
+		st = wait ? vch_set_send_poll(srv->jobs, vsrv__home(srv), &c->pending_waiter, vch_val(job))
 			  : vch_set_try_send(srv->jobs, vsrv__home(srv), vch_val(job));
 	if (st != VCH_OK)
 		vsrv__job_stage(srv, job, VSRV_J_PARSE);
