@@ -353,7 +353,8 @@ struct vsrv_acceptor {
 struct vsrv_exec {
 	struct vrt_task task;
 	struct vsrv *srv;
-	struct vch_waiter rw, sw;
+	struct vch_waiter jobs_waiter;       /* receiving from `jobs` */
+	struct vch_waiter replies_waiter;    /* sending to `replies` */
 	struct vsrv_job *runq, *runq_tail;   /* ready to step */
 	struct vsrv_job **sleepers;          /* min-heap on wake time [sleep_cap] */
 	unsigned nsleep, sleep_cap;
@@ -365,7 +366,7 @@ struct vsrv_exec {
 	struct vio_timer tmr;
 	int64_t tmr_at;                      /* armed for (0: not armed) */
 	bool recv_closed;
-	bool rw_waiting;                     /* rw registered on `jobs` */
+	bool jobs_waiting;                   /* jobs_waiter registered on `jobs` */
 	bool spawned;
 };
 
@@ -393,7 +394,7 @@ struct vsrv_exec {
 struct vsrv_writer {
 	struct vrt_task task;
 	struct vsrv *srv;
-	struct vch_waiter rw;
+	struct vch_waiter replies_waiter;    /* receiving from `replies` */
 	bool spawned;
 };
 

@@ -220,8 +220,8 @@ static int make_tasks(struct vsrv *srv)
 		vrt_task_init(&x->task, &vsrv__exec_vt);
 		srv->exec[i] = x;
 		x->srv = srv;
-		vch_waiter_init(&x->rw);
-		vch_waiter_init(&x->sw);
+		vch_waiter_init(&x->jobs_waiter);
+		vch_waiter_init(&x->replies_waiter);
 		vio_timer_init(&x->tmr);
 	}
 	for (unsigned i = 0; i < cfg->write_tasks; i++) {
@@ -231,7 +231,7 @@ static int make_tasks(struct vsrv *srv)
 		vrt_task_init(&w->task, &vsrv__writer_vt);
 		srv->wr[i] = w;
 		w->srv = srv;
-		vch_waiter_init(&w->rw);
+		vch_waiter_init(&w->replies_waiter);
 	}
 	return 0;
 }

@@ -305,9 +305,9 @@ static void exec_wake_sleepers(struct vsrv_exec *x, int64_t now)
  * offered to another waiting executor instead of sitting in the channel. */
 static void exec_stop_waiting(struct vsrv_exec *x)
 {
-	if (x->rw_waiting) {
-		vch_waiter_cancel(&x->rw);
-		x->rw_waiting = false;
+	if (x->jobs_waiting) {
+		vch_waiter_cancel(&x->jobs_waiter);
+		x->jobs_waiting = false;
 	}
 }
 
@@ -335,8 +335,8 @@ static void exec_release_all(struct vsrv_exec *x)
 {
 	struct vsrv_job *job;
 
-	vch_waiter_cancel(&x->rw);
-	vch_waiter_cancel(&x->sw);
+	vch_waiter_cancel(&x->jobs_waiter);
+	vch_waiter_cancel(&x->replies_waiter);
 	while ((job = runq_pop(x)))
 		job_drop(x->srv, job);
 	while (x->nsleep)
@@ -365,7 +365,7 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 			/* The gauge moves first: once sent, the job is a
 			 * writer's and we may not touch it. */
 			vsrv__job_stage(srv, x->out, VSRV_J_WRITE);
-			st = vch_set_send_poll(srv->replies, vsrv__home(srv), &x->sw, vch_val(x->out));
+			st = vch_set_send_poll(srv->replies, vsrv__home(srv), &x->replies_waiter, vch_val(x->out));
 			if (st != VCH_OK)
 				vsrv__job_stage(srv, x->out, VSRV_J_EXEC);
 			if (st == VCH_PENDING)
@@ -388,12 +388,12 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 				}
 				return exec_sleep(x, now); /* the timer wakes us */
 			}
-			st = vch_set_recv_poll(srv->jobs, vsrv__home(srv), &x->rw, &v);
+			st = vch_set_recv_poll(srv->jobs, vsrv__home(srv), &x->jobs_waiter, &v);
 			if (st == VCH_PENDING) {
-				x->rw_waiting = true;
+				x->jobs_waiting = true;
 				return exec_sleep(x, now);
 			}
-			x->rw_waiting = false;
+			x->jobs_waiting = false;
 			if (st == VCH_YIELD)
 				return VRT_YIELD;
 			if (st == VCH_CLOSED) {
@@ -474,11 +474,11 @@ static enum vrt_poll writer_poll(struct vrt_task *t)
 	uint64_t v;
 
 	if (vrt_task_is_cancelled(t)) {
-		vch_waiter_cancel(&wr->rw);
+		vch_waiter_cancel(&wr->replies_waiter);
 		return VRT_READY;
 	}
 	for (;;) {
-		enum vch_status st = vch_set_recv_poll(srv->replies, vsrv__home(srv), &wr->rw, &v);
+		enum vch_status st = vch_set_recv_poll(srv->replies, vsrv__home(srv), &wr->replies_waiter, &v);
 
 		if (st == VCH_PENDING)
 			return VRT_PENDING;
