@@ -71,7 +71,7 @@ const char *const vsrv__rx_name[VSRV_RX_N] = {
 	NAME(RX, BUDGET_WAIT), NAME(RX, EOF), NAME(RX, DONE),
 };
 const char *const vsrv__tx_name[VSRV_TX_N] = {
-	NAME(TX, IDLE), NAME(TX, SENDING), NAME(TX, QUIET), NAME(TX, LOUD),
+	NAME(TX, IDLE), NAME(TX, SENDING), NAME(TX, QUIET), NAME(TX, OVERDUE),
 };
 const char *const vsrv__end_name[VSRV_END_N] = {
 	NAME(END, OPEN), NAME(END, FAILED), NAME(END, LINGER), NAME(END, ABORTED), NAME(END, CLOSING),

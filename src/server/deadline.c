@@ -113,7 +113,7 @@ bool vsrv__conn_timeouts(struct vsrv_conn *c, int64_t now)
 	if (qd && now >= qd) {
 		/* True when the send has ended already: the state stays
 		 * QUIET and the send is collected at the next step. */
-		vsrv__tx_to(c, VSRV_TX_LOUD);
+		vsrv__tx_to(c, VSRV_TX_OVERDUE);
 		return true;
 	}
 	if (c->probe_at && now >= c->probe_at) {

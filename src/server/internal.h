@@ -235,7 +235,7 @@ enum vsrv_tx {
 	VSRV_TX_IDLE = 0,    /* no send under way */
 	VSRV_TX_SENDING,     /* the batch is being sent; its end wakes us */
 	VSRV_TX_QUIET,       /* the same, but its end may not wake us (collected at the next request) */
-	VSRV_TX_LOUD,        /* was quiet for VSRV_QUIET_NS: its end wakes us, it never goes quiet again */
+	VSRV_TX_OVERDUE,     /* was quiet for VSRV_QUIET_NS: its end wakes us (the batch goes back), never quiet again */
 	VSRV_TX_N
 };
 
@@ -246,10 +246,10 @@ enum vsrv_tx {
 	MOVE(IDLE, SENDING)       /* a send did not end at once */ \
 	MOVE(SENDING, QUIET)      /* nothing but the next request waits for it */ \
 	MOVE(QUIET, SENDING)      /* something else waits for it now */ \
-	MOVE(QUIET, LOUD)         /* quiet for VSRV_QUIET_NS: collect it */ \
+	MOVE(QUIET, OVERDUE)      /* quiet for VSRV_QUIET_NS: collect it */ \
 	MOVE(SENDING, IDLE)       /* the send ended */ \
 	MOVE(QUIET, IDLE)         /* the send ended */ \
-	MOVE(LOUD, IDLE)          /* the send ended */
+	MOVE(OVERDUE, IDLE)       /* the send ended */
 
 /* Listed in the order a connection ends, and it moves forward only (a
  * static_assert in conn.c checks every move): `end >= VSRV_END_ABORTED`

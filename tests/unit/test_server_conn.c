@@ -262,7 +262,7 @@ static void test_paths(void **state)
 	vsrv__rx_to(c, VSRV_RX_READ);
 	assert_false(vsrv__tx_to(c, VSRV_TX_SENDING));
 	assert_false(vsrv__tx_to(c, VSRV_TX_QUIET));
-	assert_false(vsrv__tx_to(c, VSRV_TX_LOUD));
+	assert_false(vsrv__tx_to(c, VSRV_TX_OVERDUE));
 	assert_false(vsrv__tx_to(c, VSRV_TX_IDLE));
 	vsrv__rx_to(c, VSRV_RX_BUDGET_WAIT);
 	vsrv__rx_to(c, VSRV_RX_READ);
@@ -363,9 +363,9 @@ static void rx_done_to_read(struct vsrv_conn *c)
 	vsrv__rx_to(c, VSRV_RX_READ);
 }
 
-static void tx_loud_to_quiet(struct vsrv_conn *c)
+static void tx_overdue_to_quiet(struct vsrv_conn *c)
 {
-	c->tx = VSRV_TX_LOUD;
+	c->tx = VSRV_TX_OVERDUE;
 	vsrv__tx_to(c, VSRV_TX_QUIET);
 }
 
@@ -423,7 +423,7 @@ static void test_illegal_moves_are_caught(void **state)
 {
 	(void)state;
 	caught(rx_done_to_read, "rx DONE -> READ");
-	caught(tx_loud_to_quiet, "tx LOUD -> QUIET");
+	caught(tx_overdue_to_quiet, "tx OVERDUE -> QUIET");
 	caught(end_closing_to_aborted, "end CLOSING -> ABORTED");
 	caught(end_open_to_linger, "end OPEN -> LINGER");
 }
