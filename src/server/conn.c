@@ -679,7 +679,7 @@ static enum vrt_poll step_read(struct vsrv_conn *c, bool *progress)
 
 /* Nothing more to do now: give idle buffers back, probe for a reset while
  * not reading with requests in flight, arm the timer. */
-static void step_wait(struct vsrv_conn *c, int64_t now)
+static void step_before_wait(struct vsrv_conn *c, int64_t now)
 {
 	if (c->out || c->slots)
 		conn_give_back(c);
@@ -718,7 +718,7 @@ static enum vrt_poll conn_poll(struct vrt_task *t)
 		if (step_read(c, &progress) == VRT_YIELD)
 			return VRT_YIELD;
 	} while (progress || vsrv__conn_timeouts(c, now) || conn_tx_settle(c));
-	step_wait(c, now);
+	step_before_wait(c, now);
 	return VRT_PENDING;
 }
 
