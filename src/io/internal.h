@@ -296,7 +296,7 @@ struct vio {
 	bool fixed_ok;                    /* fixed_files and a sparse registered-file table works */
 	uint32_t rx_throttle;             /* buffers a connection may hold before its multishot stops */
 	uint32_t rx_squeeze;              /* buffers out per worker above which connections get fair shares */
-	/* Heap copies of received bytes (fair shares, conn.c rx_fair) are
+	/* Heap copies of received bytes (fair shares, socket.c rx_fair) are
 	 * charged to *heap_used, at most heap_max (vio_set_heap_budget; by
 	 * default heap_own, unbounded). */
 	_Atomic int64_t *heap_used;
@@ -347,7 +347,7 @@ void vio__op_mbox(struct vio_worker *w, struct vio_op *op);
 /* Owner: a partial send of n bytes happened: advance; true if more remains. */
 bool vio__op_send_advance(struct vio_op *op, size_t n);
 
-/* conn.c: owner side of multishot recv. */
+/* socket.c: owner side of multishot recv. */
 /* A buffer arrived for c (rx in flight on w). */
 void vio__conn_rx_push(struct vio_worker *w, struct vio_conn *c, struct vio_buf *b);
 /* Owner: an abandoned connection's op ended: drain and count down. */

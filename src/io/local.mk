@@ -6,7 +6,7 @@ libvolt_a_SOURCES += \
 	src/io/io.h src/io/internal.h \
 	src/io/driver.c \
 	src/io/op.c \
-	src/io/conn.c \
+	src/io/socket.c \
 	src/io/timer.c \
 	src/io/listener.c \
 	src/io/uring.h src/io/uring_setup.c src/io/uring.c \

@@ -11,7 +11,7 @@
  * Ordering: the ring itself is single-threaded (SINGLE_ISSUER); the kernel
  * side is ordered by liburing. The provided-buffer ring's tail is published
  * with io_uring_buf_ring_advance (store-release for the kernel). Cross-
- * thread state lives in op.c, conn.c and driver.c.
+ * thread state lives in op.c, socket.c and driver.c.
  */
 #include "config.h"
 
@@ -258,7 +258,7 @@ static bool ur_fixed_install(struct vio_worker *w, struct vio_conn *c)
 	struct io_uring_sqe *sqe;
 	int fd = c->fd;
 
-	/* Set already: impossible while fd is open (conn.c); stay regular. */
+	/* Set already: impossible while fd is open (socket.c); stay regular. */
 	if (!uw->fixed_held || fd < 0 || (uint32_t)fd >= uw->fixed_slots || uw->fixed_held[fd])
 		return false;
 	sqe = vio__uring_get_sqe(w);
@@ -307,7 +307,7 @@ static void prep_op(struct vio_worker *w, struct vio_op *op)
 	sqe = vio__uring_get_sqe(w);
 	if (test_fake_eagain(w, op, sqe))
 		return;
-	/* Slot fd of this ring holds this connection's socket (conn.c). */
+	/* Slot fd of this ring holds this connection's socket (socket.c). */
 	fixed = op->kind != VIO_K_CLOSE && fixed_holds(uring_worker(w), fd);
 	if (fixed)
 		VIO_STAT_INC(w, fixed_ops);

@@ -71,7 +71,7 @@ struct vio_uring_w {
 	unsigned br_mask;
 	/* Registered-file table: fixed_held[fd] says slot fd holds descriptor
 	 * fd (set when its install is queued, cleared when its clear is); the
-	 * descriptor stays open while it is set (see conn.c). NULL: none. */
+	 * descriptor stays open while it is set (see socket.c). NULL: none. */
 	uint8_t *fixed_held;
 	uint32_t fixed_slots;
 };

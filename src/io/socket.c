@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * io/conn.c: a connected socket as awaitable operations: receive (multishot
+ * io/socket.c: a connected socket as awaitable operations: receive (multishot
  * into provided buffers, or plain), send / vectored send, deadline, close,
  * abandon. Task side, plus the owner side of multishot receive.
  *
