@@ -64,7 +64,7 @@ enum vsrv_counter {
 	VSRV_C_COUNT
 };
 
-/* Spares (memory.c): what a busy connection takes and an idle one gives
+/* Spares (pool.c): what a busy connection takes and an idle one gives
  * back, and the jobs. A worker keeps up to VSRV_STASH of a kind, a depot
  * shared by the workers evens them out (mutex, taken once per half a
  * stash), up to VSRV_DEPOT. */
@@ -110,7 +110,7 @@ struct vsrv_wstats {
 	 * its own, written by this block's threads */
 	struct vsrv_kstep *steps;
 	/* Spares for the next requests on this block's worker, used by
-	 * that worker only (never the last block); memory.c. */
+	 * that worker only (never the last block); pool.c. */
 	struct vsrv_stash stash[VSRV_SPARE_COUNT];
 } vb_cacheline_aligned;
 
@@ -496,13 +496,13 @@ struct vsrv {
 	 * own line: written by io's workers as copies are made and taken. */
 	vb_cacheline_aligned _Atomic int64_t copies;
 
-	/* memory.c: the connection pool (pool_mu); every connection open and
+	/* pool.c: the connection pool (pool_mu); every connection open and
 	 * close writes this line. */
 	vb_cacheline_aligned pthread_mutex_t pool_mu;
 	struct vsrv_conn *pool_free;   /* freed objects, linked through their first word */
 	void **pool_chunks;
 	unsigned pool_n, pool_cap, pool_used; /* pool_used: of the last chunk */
-	/* memory.c: spares the workers even out (off the request path). */
+	/* pool.c: spares the workers even out (off the request path). */
 	vb_cacheline_aligned struct vsrv_depot depot[VSRV_SPARE_COUNT];
 
 	/* admit.c: on_full = codel (its lines are its own, admit.h) */
@@ -592,7 +592,7 @@ void vsrv__job_deposit(struct vsrv *srv, struct vsrv_job *job);
 /* Record a sent response (class counter, kind count and latency). */
 void vsrv__count_response(struct vsrv *srv, unsigned kind, int status, int64_t t0, int64_t now);
 
-/* memory.c */
+/* pool.c */
 #define VSRV_POOL_CHUNK 128     /* connection objects per mmap'd chunk */
 void vsrv__mem_init(struct vsrv *srv);
 /* Unmap the pool (no connection may be left). */
@@ -600,7 +600,7 @@ void vsrv__mem_fini(struct vsrv *srv);
 struct vsrv_conn *vsrv__conn_alloc(struct vsrv *srv); /* zeroed; NULL: no memory */
 void vsrv__conn_dealloc(struct vsrv *srv, struct vsrv_conn *c);
 
-/* Spares (memory.c): on a worker its stash first (then the depot, then
+/* Spares (pool.c): on a worker its stash first (then the depot, then
  * malloc); elsewhere plain malloc and free. A spare is given back empty
  * (a parser is reset, slots are all NULL). */
 void *vsrv__spare_get(struct vsrv *srv, enum vsrv_spare k);  /* NULL: none kept */

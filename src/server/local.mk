@@ -10,7 +10,7 @@ libvolt_a_SOURCES += \
 	src/server/request.c \
 	src/server/deadline.c \
 	src/server/output.c \
-	src/server/memory.c \
+	src/server/pool.c \
 	src/server/stages.c \
 	src/server/kinds.c \
 	src/server/blocking.c \

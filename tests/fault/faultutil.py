@@ -235,7 +235,7 @@ def wait_for(what, get, ok, timeout):
 # What may stay in RSS after a case beyond the warm baseline: per-worker
 # caches a bigger burst filled further (bounded) and allocator residue
 # between live objects. Bodies are malloc'd above the 64 KiB mmap threshold
-# (src/server/memory.c) and go back when freed, so one leaked 4 MiB body per
+# (src/server/pool.c) and go back when freed, so one leaked 4 MiB body per
 # 4 cases' faults would already show. A figure for bench/bounds, not
 # asserted: tests assert behaviour, and RSS moves with the allocator and the
 # machine.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * tests/unit/test_server_pool.c: stress test of the connection-object pool
- * (src/server/memory.c): threads take and give back objects at once (as
+ * (src/server/pool.c): threads take and give back objects at once (as
  * acceptors and drop() do on different threads); nothing is handed out
  * twice, nothing is lost, objects come zeroed. Runs under TSan.
  */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * server/memory.c: memory that returns to the system.
+ * server/pool.c: the connection pool and the spares: memory that returns to
+ * the system. (The blocking pool, threads for blocking kinds, is blocking.c.)
  *  - Connection objects come from a pool of mmap'd chunks (VSRV_POOL_CHUNK
  *    objects each), not from malloc: the buffers connections take while
  *    busy (parser, slots, batch: see conn.c) and give back when idle are
