@@ -10,7 +10,7 @@
  *    peak of max_connections) until vsrv_free.
  *  - Bodies of 64 KiB and more are mmap'd by malloc, so freeing one
  *    returns it to the system: the process's malloc policy (a fixed
- *    M_MMAP_THRESHOLD) is the daemon's (src/voltd/memory.c, vd_mem_policy).
+ *    M_MMAP_THRESHOLD) is the daemon's (src/voltd/malloc_policy.c, vd_mem_policy).
  *  - Spares: parsers, reorder-slot arrays and send batches that idle
  *    connections give back, and the jobs (struct vsrv_job with its vjob
  *    inside; a parser keeps its last request's memory) wait in per-worker

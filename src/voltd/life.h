@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "voltd/memory.h"
+#include "voltd/malloc_policy.h"
 
 struct vsrv;
 struct vrt;
@@ -55,7 +55,7 @@ struct vd_life {
 	int64_t status_next, status_t;
 	uint64_t status_requests;
 	uint64_t drain_conns, drain_bytes, drain_responses;
-	struct vd_trim trim;           /* malloc_trim from the tick (memory.h) */
+	struct vd_trim trim;           /* malloc_trim from the tick (malloc_policy.h) */
 	pthread_mutex_t mu;            /* drain / undrain / stop transitions */
 	_Atomic bool stopping;         /* vd_life_stop began (read by undrain) */
 	_Atomic bool drained;          /* vd_life_drain (any thread) */

@@ -6,7 +6,7 @@ libvolt_a_SOURCES += \
 	src/voltd/control.c src/voltd/control.h \
 	src/voltd/notify.c src/voltd/notify.h \
 	src/voltd/life.c src/voltd/life.h \
-	src/voltd/memory.c src/voltd/memory.h
+	src/voltd/malloc_policy.c src/voltd/malloc_policy.h
 
 sbin_PROGRAMS += voltd
 voltd_SOURCES = src/voltd/main.c

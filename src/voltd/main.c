@@ -17,7 +17,7 @@
 #include "voltd/cfg.h"
 #include "voltd/control.h"
 #include "voltd/life.h"
-#include "voltd/memory.h"
+#include "voltd/malloc_policy.h"
 #include "voltd/notify.h"
 
 #include <errno.h>
@@ -625,7 +625,7 @@ int main(int argc, char **argv)
 	vcfg_resolve(&cfg);
 
 	/* Rung 2: logging, and the process's malloc policy (before any
-	 * thread: memory.h). */
+	 * thread: malloc_policy.h). */
 	vd_mem_policy();
 	vb_log_init(false);
 	vb_log_set_level(cfg.log.level);

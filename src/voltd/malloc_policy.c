@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * voltd/memory.c: see memory.h. Once a second, on the main thread, the
+ * voltd/malloc_policy.c: see malloc_policy.h. Once a second, on the main thread, the
  * free pages of malloc's arenas go back to the system (malloc_trim) when
  * the server freed something since the last look (connections closed,
  * responses sent): after a burst of slow clients leaves, RSS goes back to
  * its baseline, and an idle daemon trims nothing.
  */
 #include "config.h"
-#include "voltd/memory.h"
+#include "voltd/malloc_policy.h"
 #include "base/time.h"
 #include "server/server.h"
 

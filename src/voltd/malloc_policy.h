@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * voltd/memory.h: the process's malloc policy, which belongs to the daemon
+ * voltd/malloc_policy.h: the process's malloc policy, which belongs to the daemon
  * (the layers below only allocate): a fixed mmap threshold set before any
  * thread starts, and a trim of malloc's free pages from the main loop's
  * tick once the server has freed something.
@@ -8,8 +8,8 @@
  * Threading: vd_mem_policy before any thread; vd_mem_trim on the main
  * thread only (the struct is its own).
  */
-#ifndef VOLTD_VOLTD_MEMORY_H
-#define VOLTD_VOLTD_MEMORY_H
+#ifndef VOLTD_VOLTD_MALLOC_POLICY_H
+#define VOLTD_VOLTD_MALLOC_POLICY_H
 
 #include <stdint.h>
 
