@@ -14,7 +14,7 @@
  * Threading: the modules are opened and started, and their rows added, on
  * the main thread before the daemon's other threads exist; afterwards the
  * table below is read-only. The live setter runs under the daemon's
- * configuration lock (voltd/control.c).
+ * configuration lock (voltd/reconf.c).
  */
 #include "config.h"
 #include "voltd/cfg.h"

@@ -66,7 +66,7 @@ static int live_io_reap_us(const struct vcfg_live *to, const struct vcfg *c)
 }
 
 /* -EINVAL when the runtime started without its monitor: the daemon keeps
- * the running value then (voltd/control.c: monitor_off). */
+ * the running value then (voltd/reconf.c: monitor_off). */
 static int live_stall_warn_ms(const struct vcfg_live *to, const struct vcfg *c)
 {
 	return to->rt ? vrt_set_stall_warn_ms(to->rt, c->scheduler.stall_warn_ms) : 0;

@@ -3,7 +3,7 @@
 libvolt_a_SOURCES += \
 	src/voltd/cfg.c src/voltd/cfg.h \
 	src/voltd/cfg_schema.c src/voltd/cfg_types.c src/voltd/cfg_internal.h src/voltd/cfg_modules.c \
-	src/voltd/control.c src/voltd/control.h \
+	src/voltd/reconf.c src/voltd/reconf.h \
 	src/voltd/notify.c src/voltd/notify.h \
 	src/voltd/life.c src/voltd/life.h \
 	src/voltd/malloc_policy.c src/voltd/malloc_policy.h

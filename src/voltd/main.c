@@ -15,7 +15,7 @@
 #include "rt/rt.h"
 #include "server/server.h"
 #include "voltd/cfg.h"
-#include "voltd/control.h"
+#include "voltd/reconf.h"
 #include "voltd/life.h"
 #include "voltd/malloc_policy.h"
 #include "voltd/notify.h"
@@ -303,14 +303,14 @@ static int reload_load(void *ctx, struct vcfg *next, struct vb_strlist *err)
 /* SIGHUP (vd_life's reload_fn, between RELOADING=1 and READY=1): read the
  * file again; a bad new configuration keeps the old one. Only live-tunable
  * keys take effect; the control socket's `reload` runs the same
- * (vd_ctl_reload). */
+ * (vd_reconf_reload). */
 static void reload(void *ctx)
 {
-	struct vd_ctl *dctl = ctx;
+	struct vd_reconf *reconf = ctx;
 	struct vb_strlist changed = { 0 }, restart = { 0 }, errors = { 0 };
 
-	int rc = vd_ctl_reload(dctl, &changed, &restart, &errors);
-	vd_ctl_log_reload("reload", rc, &changed, &restart, &errors);
+	int rc = vd_reconf_reload(reconf, &changed, &restart, &errors);
+	vd_reconf_log_reload("reload", rc, &changed, &restart, &errors);
 	vb_strlist_fini(&changed);
 	vb_strlist_fini(&restart);
 	vb_strlist_fini(&errors);
@@ -319,7 +319,7 @@ static void reload(void *ctx)
 /* STATUS='s suffix: the last reload's refusal, while it stands. */
 static void reload_note(void *ctx, char *buf, size_t len)
 {
-	vd_ctl_reload_note(ctx, buf, len);
+	vd_reconf_reload_note(ctx, buf, len);
 }
 
 /* Socket activation (LISTEN_FDS): the HTTP listeners ("http", or unnamed)
@@ -550,7 +550,7 @@ static int ctl_open(const struct vcfg *cfg, int inherited_fd, struct vctl **ctl)
 	struct vctl_config cc;
 	const char *why = "";
 
-	vd_ctl_config(cfg, &cc);
+	vd_reconf_config(cfg, &cc);
 	cc.fd = inherited_fd; /* socket activation: "control" */
 	int rc = vctl_new(&cc, ctl, &why);
 	if (rc < 0) {
@@ -561,12 +561,12 @@ static int ctl_open(const struct vcfg *cfg, int inherited_fd, struct vctl **ctl)
 }
 
 /* Rung 7, its last step: serve the control socket from its own thread. */
-static int ctl_start(struct vctl *ctl, struct vd_ctl *dctl, const char *inherited, struct vio *io, struct vrt *rt,
-		     struct vsrv *srv)
+static int ctl_start(struct vctl *ctl, struct vd_reconf *reconf, const char *inherited, struct vio *io,
+		     struct vrt *rt, struct vsrv *srv)
 {
 	struct vctl_hooks h;
 
-	vd_ctl_hooks(dctl, &h);
+	vd_reconf_hooks(reconf, &h);
 	h.version = PACKAGE_VERSION;
 	h.features = features();
 	h.backend = vio_backend_name(io);
@@ -579,9 +579,9 @@ static int ctl_start(struct vctl *ctl, struct vd_ctl *dctl, const char *inherite
 	if (*inherited)
 		vb_notice("control: listening on %s (inherited)", inherited);
 	else
-		vb_notice("control: listening on %s", dctl->cfg->control.socket);
-	if (dctl->cfg->control.metrics_listen.len)
-		vb_notice("control: metrics on http://%s/metrics", dctl->cfg->control.metrics_listen.text);
+		vb_notice("control: listening on %s", reconf->cfg->control.socket);
+	if (reconf->cfg->control.metrics_listen.len)
+		vb_notice("control: metrics on http://%s/metrics", reconf->cfg->control.metrics_listen.text);
 	return 0;
 }
 
@@ -594,7 +594,7 @@ int main(int argc, char **argv)
 	struct vrt *rt = NULL;
 	struct vsrv *srv = NULL;
 	struct vctl *ctl = NULL;
-	struct vd_ctl dctl;
+	struct vd_reconf reconf;
 	struct vd_inherited inh = { .control = -1, .http_names = "", .control_name = "" };
 	struct vd_life life = { .sfd = -1, .agent_fd = -1, .tfd = -1 };
 	sigset_t sigs;
@@ -658,19 +658,19 @@ int main(int argc, char **argv)
 
 	/* Rung 3c: the control socket, before anything listens: a second
 	 * voltd on the same socket stops here. */
-	vd_ctl_init(&dctl, &cfg, reload_load, &opts);
+	vd_reconf_init(&reconf, &cfg, reload_load, &opts);
 	/* `config` shows the sockets really used: under socket activation
 	 * the inherited ones, not the file's server.listen and
 	 * control.socket. */
 	if (inh.n_http)
-		vd_ctl_inherited(&dctl, "server.listen", inh.http_names);
+		vd_reconf_inherited(&reconf, "server.listen", inh.http_names);
 	if (inh.control >= 0)
-		vd_ctl_inherited(&dctl, "control.socket", inh.control_name);
+		vd_reconf_inherited(&reconf, "control.socket", inh.control_name);
 	rc = ctl_open(&cfg, inh.control, &ctl);
 	inh.control = -1; /* the control plane took it over */
 	if (rc < 0) {
 		rc = EX_UNAVAILABLE;
-		goto fini_dctl;
+		goto fini_reconf;
 	}
 
 	/* Rung 3d: the agent-check port. */
@@ -737,9 +737,9 @@ int main(int argc, char **argv)
 	life.stall_fail_ms = cfg.life.stall_fail_ms;
 	life.sfd = sfd;
 	life.reload_fn = reload;
-	life.reload_ctx = &dctl;
+	life.reload_ctx = &reconf;
 	life.status_note_fn = reload_note;
-	life.status_note_ctx = &dctl;
+	life.status_note_ctx = &reconf;
 	rc = vd_life_init(&life);
 	if (rc < 0) {
 		vb_err("cannot create the main thread's timer: %s", strerror(-rc));
@@ -747,10 +747,10 @@ int main(int argc, char **argv)
 		goto stop_rt;
 	}
 
-	vd_ctl_attach(&dctl, rt, srv);
-	vd_ctl_attach_life(&dctl, &life);
-	vd_ctl_attach_ctl(&dctl, ctl);
-	if (ctl_start(ctl, &dctl, inh.control_name, io, rt, srv) < 0) {
+	vd_reconf_attach(&reconf, rt, srv);
+	vd_reconf_attach_life(&reconf, &life);
+	vd_reconf_attach_ctl(&reconf, ctl);
+	if (ctl_start(ctl, &reconf, inh.control_name, io, rt, srv) < 0) {
 		rc = EX_OSERR;
 		goto stop_rt;
 	}
@@ -764,9 +764,9 @@ int main(int argc, char **argv)
 	vsrv_stats_log(srv);
 stop_rt:
 	vctl_stop(ctl); /* it reads the server's and runtime's stats */
-	vd_ctl_attach(&dctl, NULL, NULL);
-	vd_ctl_attach_life(&dctl, NULL);
-	vd_ctl_attach_ctl(&dctl, NULL);
+	vd_reconf_attach(&reconf, NULL, NULL);
+	vd_reconf_attach_life(&reconf, NULL);
+	vd_reconf_attach_ctl(&reconf, NULL);
 	if (srv)
 		vsrv_stop(srv);
 	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
@@ -780,8 +780,8 @@ close_agent:
 	vd_life_fini(&life);
 free_ctl:
 	vctl_free(ctl);
-fini_dctl:
-	vd_ctl_fini(&dctl);
+fini_reconf:
+	vd_reconf_fini(&reconf);
 	close_inherited(&inh);
 close_signals:
 	close(sfd);

@@ -10,7 +10,7 @@
  * its internal functions are called. Context, built once per process: the
  * daemon's real pieces with nothing served: a 1-worker runtime on the libev
  * backend, a server created (listening on 127.0.0.1:0, never started), the
- * daemon's real hooks (src/voltd/control.c: config, set, reload over a
+ * daemon's real hooks (src/voltd/reconf.c: config, set, reload over a
  * configuration held in memory; drain answers "failed": no daemon life),
  * the control thread on a socket in a fresh directory under $TMPDIR. The
  * peer is this process's uid: admin, so every command runs.
@@ -38,7 +38,7 @@
 #include "ctl/internal.h"
 #include "base/log.h"
 #include "voltd/cfg.h"
-#include "voltd/control.h"
+#include "voltd/reconf.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -70,7 +70,7 @@ static struct {
 	struct vrt *rt;
 	struct vsrv *srv;
 	struct vctl *ctl;
-	struct vd_ctl dctl;
+	struct vd_reconf reconf;
 	struct sockaddr_un ctl_addr;
 	struct sockaddr_in metrics_addr;
 	json_t *schemas;
@@ -115,12 +115,12 @@ static void setup(void)
 	CHECK(vrt_new(&g.cfg.scheduler, &g.rt) == 0);
 	CHECK(vsrv_new(&g.cfg.server, g.rt, g.io, &g.srv) == 0);
 
-	vd_ctl_init(&g.dctl, &g.cfg, load, NULL);
-	vd_ctl_config(&g.cfg, &cc);
+	vd_reconf_init(&g.reconf, &g.cfg, load, NULL);
+	vd_reconf_config(&g.cfg, &cc);
 	CHECK(vctl_new(&cc, &g.ctl, &why) == 0);
-	vd_ctl_attach(&g.dctl, g.rt, g.srv);
-	vd_ctl_attach_ctl(&g.dctl, g.ctl);
-	vd_ctl_hooks(&g.dctl, &h);
+	vd_reconf_attach(&g.reconf, g.rt, g.srv);
+	vd_reconf_attach_ctl(&g.reconf, g.ctl);
+	vd_reconf_hooks(&g.reconf, &h);
 	h.version = PACKAGE_VERSION;
 	h.features = "fuzz";
 	h.backend = vio_backend_name(g.io);
@@ -342,7 +342,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/* Put every live key back (set, reload-only keys) as the file has it. */
 	struct vb_strlist changed = { 0 }, restart = { 0 }, errors = { 0 };
-	CHECK(vd_ctl_reload(&g.dctl, &changed, &restart, &errors) == 0);
+	CHECK(vd_reconf_reload(&g.reconf, &changed, &restart, &errors) == 0);
 	vb_strlist_fini(&changed);
 	vb_strlist_fini(&restart);
 	vb_strlist_fini(&errors);

@@ -24,7 +24,7 @@
 #include "base/log.h"
 #include "jobs/job.h"
 #include "voltd/cfg.h"
-#include "voltd/control.h"
+#include "voltd/reconf.h"
 #include <voltd/module.h>
 #include "tests/helpers/test_config.h"
 
@@ -375,7 +375,7 @@ static void running_text(struct vrt *rt, struct vsrv *srv, const struct vcfg_key
 
 /* Every key whose schema row names a setter (.apply, live) reaches the
  * running runtime, server, logger or module: the control socket's `set`
- * (the daemon's hook, src/voltd/control.c) of a value unlike the current
+ * (the daemon's hook, src/voltd/reconf.c) of a value unlike the current
  * one is read back from the layer (or the module); then a reload puts
  * every live key back to the file's value. A live key the read-back does
  * not know reads 0 here: teach running_values its layer's getter. */
@@ -386,7 +386,7 @@ static void test_every_live_key_reaches_its_setter(void **state)
 	struct vio *io;
 	struct vrt *rt;
 	struct vsrv *srv;
-	struct vd_ctl d;
+	struct vd_reconf d;
 	struct vctl_hooks h;
 	size_t n;
 	const struct vcfg_key *k = vcfg_schema(&n);
@@ -401,9 +401,9 @@ static void test_every_live_key_reaches_its_setter(void **state)
 	vio_park_ops(io, &cfg.scheduler.park_ops, &cfg.scheduler.park_ctx);
 	assert_int_equal(vrt_new(&cfg.scheduler, &rt), 0);
 	assert_int_equal(vsrv_new(&cfg.server, rt, io, &srv), 0);
-	vd_ctl_init(&d, &cfg, live_load, NULL);
-	vd_ctl_attach(&d, rt, srv);
-	vd_ctl_hooks(&d, &h);
+	vd_reconf_init(&d, &cfg, live_load, NULL);
+	vd_reconf_attach(&d, rt, srv);
+	vd_reconf_hooks(&d, &h);
 
 	for (size_t i = 0; i < n; i++) {
 		if (!k[i].apply)
@@ -454,7 +454,7 @@ static void test_every_live_key_reaches_its_setter(void **state)
 		}
 	}
 	/* A reload applies the file's values (here the defaults) again. */
-	assert_int_equal(vd_ctl_reload(&d, &changed, &restart, &err), 0);
+	assert_int_equal(vd_reconf_reload(&d, &changed, &restart, &err), 0);
 	for (size_t i = 0; i < n; i++) {
 		if (!k[i].apply)
 			continue;
@@ -473,7 +473,7 @@ static void test_every_live_key_reaches_its_setter(void **state)
 	vsrv_free(srv);
 	vrt_free(rt);
 	vio_free(io);
-	vd_ctl_fini(&d);
+	vd_reconf_fini(&d);
 	vb_strlist_fini(&err);
 	vb_strlist_fini(&changed);
 	vb_strlist_fini(&restart);
@@ -807,15 +807,15 @@ static void test_module_live_key_set_restart_key_refused(void **state)
 {
 	struct vcfg cfg;
 	struct vb_strlist err = { 0 }, changed = { 0 }, restart = { 0 };
-	struct vd_ctl d;
+	struct vd_reconf d;
 	struct vctl_hooks h;
 	char buf[64];
 	const char *file = "limit = 20\ngreeting = hi\n";
 
 	(void)state;
 	assert_int_equal(load_cfgmod(&cfg, file, NULL, &err), 0);
-	vd_ctl_init(&d, &cfg, cfgmod_load, (void *)file);
-	vd_ctl_hooks(&d, &h);
+	vd_reconf_init(&d, &cfg, cfgmod_load, (void *)file);
+	vd_reconf_hooks(&d, &h);
 	const struct vcfg_key *limit = vcfg_key_named("module.cfgmod.limit");
 	assert_int_equal(vcfg_start_modules(&cfg, VOLTD_INIT_CHECK, &err), 0);
 	vjob_mod_key_format(limit->mod, limit->mod_key, buf, sizeof(buf));
@@ -834,16 +834,16 @@ static void test_module_live_key_set_restart_key_refused(void **state)
 
 	/* A reload of the same file puts the live key back; one that changes
 	 * greeting is refused and changes nothing. */
-	assert_int_equal(vd_ctl_reload(&d, &changed, &restart, &err), 0);
+	assert_int_equal(vd_reconf_reload(&d, &changed, &restart, &err), 0);
 	vjob_mod_key_format(limit->mod, limit->mod_key, buf, sizeof(buf));
 	assert_string_equal(buf, "20");
 	d.load_ctx = (void *)"limit = 40\ngreeting = bye\n";
-	assert_int_equal(vd_ctl_reload(&d, &changed, &restart, &err), -EINVAL);
+	assert_int_equal(vd_reconf_reload(&d, &changed, &restart, &err), -EINVAL);
 	assert_non_null(strstr(err.msg[0], "m.conf:5: module.cfgmod.greeting: hi -> bye: a module's restart-only key "
 					   "changes only at a restart"));
 	vjob_mod_key_format(limit->mod, limit->mod_key, buf, sizeof(buf));
 	assert_string_equal(buf, "20");
-	vd_ctl_fini(&d);
+	vd_reconf_fini(&d);
 	vb_strlist_fini(&err);
 	vb_strlist_fini(&changed);
 	vb_strlist_fini(&restart);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * voltd/control.c: what the daemon does for the control socket (src/ctl):
+ * voltd/reconf.c: the daemon's reconfiguration, what it does for the
+ * control socket (src/ctl):
  * the `config`, `set`, `reload` and `drain` hooks (drain and undrain are
  * voltd/life.c's first step of the drain sequence), and the reload that
  * SIGHUP runs too, so both report the same thing.
@@ -11,7 +12,7 @@
  * through their own thread-safe setters (vrt_set_*, vb_log_set_level).
  */
 #include "config.h"
-#include "voltd/control.h"
+#include "voltd/reconf.h"
 #include "base/compiler.h"
 #include "base/log.h"
 #include "rt/rt.h"
@@ -24,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-void vd_ctl_init(struct vd_ctl *d, struct vcfg *cfg, vd_ctl_load_fn *load, void *load_ctx)
+void vd_reconf_init(struct vd_reconf *d, struct vcfg *cfg, vd_reconf_load_fn *load, void *load_ctx)
 {
 	memset(d, 0, sizeof(*d));
 	pthread_mutex_init(&d->mu, NULL);
@@ -33,12 +34,12 @@ void vd_ctl_init(struct vd_ctl *d, struct vcfg *cfg, vd_ctl_load_fn *load, void 
 	d->load_ctx = load_ctx;
 }
 
-void vd_ctl_fini(struct vd_ctl *d)
+void vd_reconf_fini(struct vd_reconf *d)
 {
 	pthread_mutex_destroy(&d->mu);
 }
 
-void vd_ctl_attach(struct vd_ctl *d, struct vrt *rt, struct vsrv *srv)
+void vd_reconf_attach(struct vd_reconf *d, struct vrt *rt, struct vsrv *srv)
 {
 	pthread_mutex_lock(&d->mu);
 	d->rt = rt;
@@ -46,21 +47,21 @@ void vd_ctl_attach(struct vd_ctl *d, struct vrt *rt, struct vsrv *srv)
 	pthread_mutex_unlock(&d->mu);
 }
 
-void vd_ctl_attach_life(struct vd_ctl *d, struct vd_life *life)
+void vd_reconf_attach_life(struct vd_reconf *d, struct vd_life *life)
 {
 	pthread_mutex_lock(&d->mu);
 	d->life = life;
 	pthread_mutex_unlock(&d->mu);
 }
 
-void vd_ctl_attach_ctl(struct vd_ctl *d, struct vctl *ctl)
+void vd_reconf_attach_ctl(struct vd_reconf *d, struct vctl *ctl)
 {
 	pthread_mutex_lock(&d->mu);
 	d->ctl = ctl;
 	pthread_mutex_unlock(&d->mu);
 }
 
-void vd_ctl_inherited(struct vd_ctl *d, const char *key, const char *value)
+void vd_reconf_inherited(struct vd_reconf *d, const char *key, const char *value)
 {
 	size_t n;
 	const struct vcfg_key *schema = vcfg_schema(&n);
@@ -80,7 +81,7 @@ void vd_ctl_inherited(struct vd_ctl *d, const char *key, const char *value)
  * still serving; `undrain`: ready again, unless voltd is stopping (-EBUSY). */
 static int drain_hook(void *ctx, bool on)
 {
-	struct vd_ctl *d = ctx;
+	struct vd_reconf *d = ctx;
 	int rc = -ENOTCONN;
 
 	pthread_mutex_lock(&d->mu);
@@ -95,7 +96,7 @@ static int drain_hook(void *ctx, bool on)
 /* Push the live keys of d->cfg to their subsystems through the schema's
  * setters. A refused control.stall_warn_ms (no monitor: the running 0
  * stays) is expected: monitor_off checked it before. d->mu held. */
-static void apply_live(struct vd_ctl *d)
+static void apply_live(struct vd_reconf *d)
 {
 	const struct vcfg_live to = { .rt = d->rt, .srv = d->srv };
 
@@ -106,12 +107,12 @@ static void apply_live(struct vd_ctl *d)
  * control.stall_warn_ms cannot turn on live: set refuses it, a reload
  * lists it as needing a restart. Probed by setting the running value
  * again, which changes nothing. d->mu held. */
-static bool monitor_off(struct vd_ctl *d)
+static bool monitor_off(struct vd_reconf *d)
 {
 	return d->rt && vrt_set_stall_warn_ms(d->rt, d->cfg->scheduler.stall_warn_ms) < 0;
 }
 
-int vd_ctl_config(const struct vcfg *cfg, struct vctl_config *out)
+int vd_reconf_config(const struct vcfg *cfg, struct vctl_config *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->path = cfg->control.socket;
@@ -138,7 +139,7 @@ static size_t config_count(void *ctx)
 
 static void config_get(void *ctx, size_t i, struct vctl_config_item *out)
 {
-	struct vd_ctl *d = ctx;
+	struct vd_reconf *d = ctx;
 	size_t n;
 	const struct vcfg_key *k = &vcfg_schema(&n)[i];
 
@@ -165,7 +166,7 @@ static void config_get(void *ctx, size_t i, struct vctl_config_item *out)
 
 static int config_set(void *ctx, size_t n, char *const *keys, char *const *values, struct vb_strlist *errors)
 {
-	struct vd_ctl *d = ctx;
+	struct vd_reconf *d = ctx;
 	struct vb_strlist err = { 0 };
 	struct vcfg *next = malloc(sizeof(*next));
 	int rc = 0;
@@ -214,7 +215,7 @@ static int config_set(void *ctx, size_t n, char *const *keys, char *const *value
 /* Count a reload's outcome and keep a refusal's first error (d->mu held).
  * The text goes into STATUS= and JSON: bytes outside printable ASCII become
  * '?', so a file with stray bytes cannot make either invalid. */
-static void record_reload(struct vd_ctl *d, int rc, const struct vb_strlist *errors)
+static void record_reload(struct vd_reconf *d, int rc, const struct vb_strlist *errors)
 {
 	if (rc == 0) {
 		d->reloads[VCTL_RELOAD_OK]++;
@@ -228,7 +229,7 @@ static void record_reload(struct vd_ctl *d, int rc, const struct vb_strlist *err
 			*p = '?';
 }
 
-int vd_ctl_reload(struct vd_ctl *d, struct vb_strlist *changed, struct vb_strlist *restart,
+int vd_reconf_reload(struct vd_reconf *d, struct vb_strlist *changed, struct vb_strlist *restart,
 		  struct vb_strlist *errors)
 {
 	struct vb_strlist err = { 0 };
@@ -264,7 +265,7 @@ int vd_ctl_reload(struct vd_ctl *d, struct vb_strlist *changed, struct vb_strlis
 		 * group) rejects the file before anything is applied. */
 		struct vctl_config cc;
 		const char *why = "";
-		vd_ctl_config(next, &cc);
+		vd_reconf_config(next, &cc);
 		if (vctl_reconfigure(d->ctl, &cc, &why) < 0) {
 			vb_strlist_add(errors, "control.operator_group: %s: %s", next->control.operator_group, why);
 			rc = -EINVAL;
@@ -303,7 +304,7 @@ unlock:
 	return rc;
 }
 
-void vd_ctl_reload_note(struct vd_ctl *d, char *buf, size_t len)
+void vd_reconf_reload_note(struct vd_reconf *d, char *buf, size_t len)
 {
 	pthread_mutex_lock(&d->mu);
 	snprintf(buf, len, "%s%s", *d->refusal ? "last reload refused: " : "", d->refusal);
@@ -312,7 +313,7 @@ void vd_ctl_reload_note(struct vd_ctl *d, char *buf, size_t len)
 
 static void reload_stats(void *ctx, struct vctl_reload_stats *out, char *err, size_t len)
 {
-	struct vd_ctl *d = ctx;
+	struct vd_reconf *d = ctx;
 
 	pthread_mutex_lock(&d->mu);
 	for (int i = 0; i < VCTL_RELOAD_RESULTS; i++)
@@ -328,17 +329,17 @@ static void reload_stats(void *ctx, struct vctl_reload_stats *out, char *err, si
 static int reload_hook(void *ctx, struct vb_strlist *changed, struct vb_strlist *restart, struct vb_strlist *errors)
 {
 	char note[320];
-	int rc = vd_ctl_reload(ctx, changed, restart, errors);
+	int rc = vd_reconf_reload(ctx, changed, restart, errors);
 
-	vd_ctl_log_reload("control: reload", rc, changed, restart, errors);
+	vd_reconf_log_reload("control: reload", rc, changed, restart, errors);
 	if (rc < 0) {
-		vd_ctl_reload_note(ctx, note, sizeof(note));
+		vd_reconf_reload_note(ctx, note, sizeof(note));
 		vd_notifyf("STATUS=%s; running the previous configuration", note);
 	}
 	return rc;
 }
 
-void vd_ctl_log_reload(const char *who, int rc, const struct vb_strlist *changed,
+void vd_reconf_log_reload(const char *who, int rc, const struct vb_strlist *changed,
 		       const struct vb_strlist *restart, const struct vb_strlist *errors)
 {
 	if (rc < 0) {
@@ -355,7 +356,7 @@ void vd_ctl_log_reload(const char *who, int rc, const struct vb_strlist *changed
 		  restart->n);
 }
 
-void vd_ctl_hooks(struct vd_ctl *d, struct vctl_hooks *h)
+void vd_reconf_hooks(struct vd_reconf *d, struct vctl_hooks *h)
 {
 	memset(h, 0, sizeof(*h));
 	h->ctx = d;
