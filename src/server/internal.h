@@ -47,7 +47,7 @@
 
 /* The counters of a worker's block: the slots of VSRV_METRICS (server.h),
  * then those of the labelled families, each with the element of struct
- * vsrv_stats it is summed into. vsrv_stats_snapshot sums by offset. */
+ * vsrv_stats it is summed into. vsrv_stats_snapshot (stats.c) sums by offset. */
 #define VSRV_GROUP_COUNTERS(X) \
 	X(resp_1xx, responses[1]) X(resp_2xx, responses[2]) X(resp_3xx, responses[3]) \
 	X(resp_4xx, responses[4]) X(resp_5xx, responses[5]) \
@@ -589,7 +589,7 @@ void vsrv__job_encode(struct vsrv *srv, struct vsrv_job *job);
 /* Hand a finished, encoded job to its connection (writer): the slot takes
  * it and the job's connection reference is released. */
 void vsrv__job_deposit(struct vsrv *srv, struct vsrv_job *job);
-/* Record a sent response (class counter, kind count and latency). */
+/* stats.c: record a sent response (class counter, kind count and latency). */
 void vsrv__count_response(struct vsrv *srv, unsigned kind, int status, int64_t t0, int64_t now);
 
 /* pool.c */

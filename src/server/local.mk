@@ -4,6 +4,7 @@
 libvolt_a_SOURCES += \
 	src/server/server.h src/server/internal.h src/server/admit.h \
 	src/server/server.c \
+	src/server/stats.c \
 	src/server/accept.c \
 	src/server/admit.c \
 	src/server/conn.c \

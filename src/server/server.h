@@ -188,7 +188,7 @@ enum vsrv_stage { VSRV_STAGE_PARSE, VSRV_STAGE_EXEC, VSRV_STAGE_WRITE, VSRV_STAG
 	X(quarantine_refused, COUNTER_SNAP, "", "requests answered 503 because the kind was quarantined", \
 	  "kind_quarantine_refused")
 
-#define VSRV_KIND_COUNTERS 16 /* VOLTD_COUNTERS_MAX of <voltd/module.h> (server.c checks) */
+#define VSRV_KIND_COUNTERS 16 /* VOLTD_COUNTERS_MAX of <voltd/module.h> (kinds.c checks) */
 
 struct vsrv_kind_stats {
 	const char *name;          /* "healthz", "echo", ... (static) */
