@@ -182,8 +182,9 @@ enum vrt_poll vio_sleep_until(struct vio_timer *t, int64_t deadline_ns);
 /* ------------------------------------------------------------ operations */
 
 /*
- * struct vio_op: one in-flight kernel operation. Embedded in vio_conn;
- * every field is private to src/io (exposed for embedding only). `state` is
+ * struct vio_op: one in-flight kernel operation. A vio_conn embeds its
+ * receive's and is lent its send's (vio_conn_tx_lend); every field is
+ * private to src/io (exposed for embedding only). `state` is
  * written by the submitting task, the worker that owns the operation and a
  * canceller (see io/op.c for the protocol).
  */
@@ -217,7 +218,9 @@ struct vio_op {
  * A connected stream socket driven by one task at a time: receive (with
  * multishot recv into the worker's provided-buffer ring where the kernel
  * allows it), send, vectored send, a deadline that cancels the pending
- * operation, close. Embed it; fields private.
+ * operation, close. Embed it; fields private. The send side's operation
+ * is the caller's memory, lent while it sends or closes (vio_conn_tx_lend),
+ * so that a caller with many idle connections keeps none for them.
  */
 struct vio_conn {
 	int fd;                          /* public, read-only */
@@ -225,7 +228,7 @@ struct vio_conn {
 	int32_t rx_err;                  /* private */
 	uint32_t rx_off;                 /* private: offset into rxq_head */
 	struct vio_op rx;                /* private: recv (multishot or plain) */
-	struct vio_op tx;                /* private: send / sendv / close */
+	struct vio_op *tx;               /* private: send / sendv / close (lent), or NULL */
 	struct vio_buf *_Atomic inbox;   /* private: buffers pushed by rx's worker */
 	struct vio_buf *rxq_head;        /* private: task-side FIFO */
 	struct vio_buf *rxq_tail;        /* private */
@@ -241,8 +244,17 @@ struct vio_conn {
 					  * operation, never again */
 };
 
-/* Take over `fd` (a connected, non-blocking socket). */
+/* Take over `fd` (a connected, non-blocking socket). It has no send
+ * operation yet: lend one before the first send or the close. */
 void vio_conn_init(struct vio_conn *c, int fd);
+/* Lend op (the caller's memory, any content: it is initialised here) for
+ * the connection's sends and its close. It must stay valid, and be the
+ * same one, until vio_conn_tx_take gives it back, or, once the connection
+ * is closed or abandoned, until the task's drop(). */
+void vio_conn_tx_lend(struct vio_conn *c, struct vio_op *op);
+/* Give the lent op back when no send and no close is under way (NULL
+ * otherwise, or when none is lent): a waiting connection needs none. */
+struct vio_op *vio_conn_tx_take(struct vio_conn *c);
 
 /* Deadline for every operation on the connection from now on (0: none):
  * when it passes, the pending operation is cancelled and returns

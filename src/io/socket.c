@@ -50,14 +50,34 @@ void vio_conn_init(struct vio_conn *c, int fd)
 	memset(c, 0, sizeof(*c));
 	c->fd = fd;
 	atomic_init(&c->rx.state, 0);
-	atomic_init(&c->tx.state, 0);
 	c->rx.conn = c;
-	c->tx.conn = c;
 	atomic_init(&c->inbox, NULL);
 	atomic_init(&c->rx_queued, 0);
 	atomic_init(&c->close_count, 0);
 	atomic_init(&c->rx_at, 0);
 	vio_timer_init(&c->deadline);
+}
+
+void vio_conn_tx_lend(struct vio_conn *c, struct vio_op *op)
+{
+	VB_BUG_ON(c->tx != NULL);
+	memset(op, 0, sizeof(*op));
+	atomic_init(&op->state, 0);
+	op->conn = c;
+	c->tx = op;
+}
+
+struct vio_op *vio_conn_tx_take(struct vio_conn *c)
+{
+	struct vio_op *op = c->tx;
+
+	/* Relaxed: only this task starts or collects the op, and its state
+	 * is 0 only once it collected it ([IO2] saw the owner done with it,
+	 * mailbox included). */
+	if (!op || atomic_load_explicit(&op->state, memory_order_relaxed) != 0)
+		return NULL;
+	c->tx = NULL;
+	return op;
 }
 
 int64_t vio_conn_rx_at(const struct vio_conn *c)
@@ -212,15 +232,16 @@ enum vrt_poll vio_conn_send(struct vio_conn *c, const void *buf, size_t len, ssi
 		*res = -EPERM;
 		return VRT_READY;
 	}
+	VB_BUG_ON(!c->tx); /* vio_conn_tx_lend first */
 	if (!vrt_budget_consume())
 		return VRT_YIELD;
-	if (len == 0 && atomic_load_explicit(&c->tx.state, memory_order_relaxed) == 0) {
+	if (len == 0 && atomic_load_explicit(&c->tx->state, memory_order_relaxed) == 0) {
 		*res = 0;
 		return VRT_READY;
 	}
-	p = conn_op(c, w, &c->tx, VIO_K_SEND, (void *)buf, len, NULL, 0, &r);
+	p = conn_op(c, w, c->tx, VIO_K_SEND, (void *)buf, len, NULL, 0, &r);
 	if (p == VRT_READY)
-		*res = r < 0 ? r : (ssize_t)c->tx.done;
+		*res = r < 0 ? r : (ssize_t)c->tx->done;
 	return p;
 }
 
@@ -235,9 +256,10 @@ enum vrt_poll vio_conn_sendv(struct vio_conn *c, struct iovec *iov, unsigned iov
 		*res = -EPERM;
 		return VRT_READY;
 	}
+	VB_BUG_ON(!c->tx); /* vio_conn_tx_lend first */
 	if (!vrt_budget_consume())
 		return VRT_YIELD;
-	if (atomic_load_explicit(&c->tx.state, memory_order_relaxed) == 0) {
+	if (atomic_load_explicit(&c->tx->state, memory_order_relaxed) == 0) {
 		/* Skip leading empty entries; nothing at all is sent at once. */
 		while (iovcnt > 0 && iov->iov_len == 0) {
 			iov++;
@@ -248,9 +270,9 @@ enum vrt_poll vio_conn_sendv(struct vio_conn *c, struct iovec *iov, unsigned iov
 			return VRT_READY;
 		}
 	}
-	p = conn_op(c, w, &c->tx, VIO_K_SENDV, NULL, 0, iov, iovcnt, &r);
+	p = conn_op(c, w, c->tx, VIO_K_SENDV, NULL, 0, iov, iovcnt, &r);
 	if (p == VRT_READY)
-		*res = r < 0 ? r : (ssize_t)c->tx.done;
+		*res = r < 0 ? r : (ssize_t)c->tx->done;
 	return p;
 }
 
@@ -258,16 +280,18 @@ bool vio_conn_tx_quiet(struct vio_conn *c, bool quiet)
 {
 	uint32_t s;
 
+	if (!c->tx)
+		return false;
 	/* Relaxed peek: only this task starts or collects the op. */
-	s = atomic_load_explicit(&c->tx.state, memory_order_relaxed);
-	if (!(s & VIO_OP_INFLIGHT) || c->tx.kind == VIO_K_CLOSE)
+	s = atomic_load_explicit(&c->tx->state, memory_order_relaxed);
+	if (!(s & VIO_OP_INFLIGHT) || c->tx->kind == VIO_K_CLOSE)
 		return (s & VIO_OP_DONE) && !(s & VIO_OP_MBOX);
 	/* [IO6] acq_rel: ordered against the owner's [IO1]; see op.c. */
 	if (quiet)
 		/* acq_rel: pairs with the owner worker's completion RMW on tx.state (see op.c). */
-		s = atomic_fetch_or_explicit(&c->tx.state, VIO_OP_QUIET, memory_order_acq_rel);
+		s = atomic_fetch_or_explicit(&c->tx->state, VIO_OP_QUIET, memory_order_acq_rel);
 	else
-		s = atomic_fetch_and_explicit(&c->tx.state, ~VIO_OP_QUIET, memory_order_acq_rel);
+		s = atomic_fetch_and_explicit(&c->tx->state, ~VIO_OP_QUIET, memory_order_acq_rel);
 	/* With a cancel request queued the mailbox still holds the op; its
 	 * handler wakes the task. */
 	return (s & VIO_OP_DONE) && !(s & VIO_OP_MBOX);
@@ -572,7 +596,7 @@ void vio__conn_detached_done(struct vio_worker *w, struct vio_op *op)
 enum vrt_poll vio_conn_close(struct vio_conn *c, int *res)
 {
 	struct vio_worker *w = task_worker();
-	struct vio_op *ops[2] = { &c->rx, &c->tx };
+	struct vio_op *ops[2] = { &c->rx, c->tx };
 	bool busy = false;
 	enum vrt_poll p;
 	int32_t r;
@@ -581,9 +605,10 @@ enum vrt_poll vio_conn_close(struct vio_conn *c, int *res)
 		*res = -EPERM;
 		return VRT_READY;
 	}
+	VB_BUG_ON(!c->tx); /* vio_conn_tx_lend first: the close is its operation */
 	if (!vrt_budget_consume())
 		return VRT_YIELD;
-	if (c->tx.kind != VIO_K_CLOSE) {
+	if (c->tx->kind != VIO_K_CLOSE) {
 		vio_timer_disarm(&c->deadline);
 		/* The close waits for the send under way: its end must wake
 		 * us, even a quiet success ([IO6] before the [IO2] below: a
@@ -613,7 +638,7 @@ enum vrt_poll vio_conn_close(struct vio_conn *c, int *res)
 			return VRT_PENDING;
 		rx_release_all(w, c);
 		c->rx.kind = VIO_K_NONE;
-		c->tx.kind = VIO_K_NONE;
+		c->tx->kind = VIO_K_NONE;
 		if (c->fixed_w && c->fixed_w != w) {
 			/* Its table slot is on another worker, which must clear
 			 * it before the socket closes: that worker closes it. */
@@ -623,9 +648,9 @@ enum vrt_poll vio_conn_close(struct vio_conn *c, int *res)
 			return VRT_READY;
 		}
 	}
-	p = conn_op(c, w, &c->tx, VIO_K_CLOSE, NULL, 0, NULL, 0, &r);
+	p = conn_op(c, w, c->tx, VIO_K_CLOSE, NULL, 0, NULL, 0, &r);
 	if (p == VRT_READY) {
-		c->tx.kind = VIO_K_NONE;
+		c->tx->kind = VIO_K_NONE;
 		c->fd = -1;
 		*res = r;
 	}
@@ -635,26 +660,32 @@ enum vrt_poll vio_conn_close(struct vio_conn *c, int *res)
 void vio_conn_abandon(struct vio_conn *c)
 {
 	struct vio_worker *w = vio__self();
-	struct vio_op *ops[2] = { &c->rx, &c->tx };
+	struct vio_op *ops[2] = { &c->rx, c->tx };
 	bool rx_inflight = false;
 
 	vio_timer_disarm(&c->deadline);
 	if (c->fd < 0)
 		return; /* closed by vio_conn_close */
-	if (c->tx.kind == VIO_K_CLOSE) {
+	if (c->tx && c->tx->kind == VIO_K_CLOSE) {
 		/* vio_conn_close started the close request (its receive and
 		 * send were over by then) but did not collect it: the request
 		 * closes the fd, in flight or already done; closing it here too
 		 * could close a descriptor someone has opened on the number
 		 * since. [IO4] acq_rel: whichever of [IO1]/[IO4] comes second sees
 		 * the other; a detached close completes silently. */
-		atomic_fetch_or_explicit(&c->tx.state, VIO_OP_DETACHED, memory_order_acq_rel);
+		atomic_fetch_or_explicit(&c->tx->state, VIO_OP_DETACHED, memory_order_acq_rel);
 		return;
 	}
 	/* Relaxed: published to the owners by the [IO4] RMWs below. */
 	atomic_store_explicit(&c->close_count, 3, memory_order_relaxed);
 	for (unsigned i = 0; i < 2; i++) {
 		struct vio_op *op = ops[i];
+
+		if (!op) {
+			/* No send op lent: nothing of it to wait for. [C3] */
+			atomic_fetch_sub_explicit(&c->close_count, 1, memory_order_acq_rel);
+			continue;
+		}
 		/* [IO4] acq_rel: ordered against the owner's [IO1]. */
 		uint32_t s = atomic_fetch_or_explicit(&op->state, VIO_OP_DETACHED,
 						      memory_order_acq_rel);

@@ -777,6 +777,7 @@ int vsrv__conn_new(struct vsrv *srv, int fd, struct vsrv_conn **out)
 	c->srv = srv;
 	vrt_task_init(&c->task, &vsrv__conn_vt);
 	vio_conn_init(&c->io, fd);
+	vio_conn_tx_lend(&c->io, &c->io_tx);
 	vch_waiter_init(&c->pending_waiter);
 	vio_timer_init(&c->tmr);
 	atomic_init(&c->dead, false);

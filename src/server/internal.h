@@ -279,6 +279,7 @@ enum vsrv_end {
 struct vsrv_conn {
 	struct vrt_task task;          /* refs: runtime + jobs in flight */
 	struct vio_conn io;            /* task-private */
+	struct vio_op io_tx;           /* io's send operation, lent to it for good */
 	struct vsrv *srv;
 	/* task-private: taken when bytes arrive, given back when idle (NULL:
 	 * none; the next read goes to idle_buf); freed by drop */

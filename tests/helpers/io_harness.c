@@ -370,6 +370,7 @@ struct echo_conn {
 	struct ioh_task base;
 	struct ioh_echo *e;
 	struct vio_conn c;
+	struct vio_op tx;   /* lent to c for good */
 	int state;
 	size_t n;
 	unsigned msgs;
@@ -519,6 +520,7 @@ static enum vrt_poll acceptor_poll(struct ioh_task *t)
 		}
 		ec->bufsize = e->bufsize ? e->bufsize : 32768;
 		vio_conn_init(&ec->c, fd);
+		vio_conn_tx_lend(&ec->c, &ec->tx);
 		atomic_fetch_add_explicit(&e->accepted, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&e->active, 1, memory_order_relaxed);
 		ioh_spawn(e->h, &ec->base, false);

@@ -50,6 +50,7 @@
 struct ct {
 	struct ioh_task base;
 	struct vio_conn c;
+	struct vio_op tx;   /* lent to c for good */
 	struct vio_timer tm;
 	int step;
 	int home;
@@ -79,6 +80,7 @@ static struct ct *ct_new(enum vrt_poll (*fn)(struct ioh_task *), int fd)
 	struct ct *t = ioh_task_new(sizeof(struct ct), fn, ct_fini);
 
 	vio_conn_init(&t->c, fd);
+	vio_conn_tx_lend(&t->c, &t->tx);
 	vio_timer_init(&t->tm);
 	return t;
 }
@@ -355,6 +357,68 @@ static void test_send_deadline_partial(void **state)
 	assert_true(drain_to_eof(fds[1], 3000) >= 0);
 	close(fds[1]);
 	ioh_stop(&h);
+}
+
+/* ------------------------------- the send op, lent only while it sends */
+
+/* The send's operation is the caller's while no send is under way: taken
+ * back idle, lent again for a send that waits on a full socket (it cannot
+ * be taken meanwhile), taken back after. Then, with none lent, a receive
+ * waits and the task abandons the connection: the peer sees the end. */
+static enum vrt_poll tx_lend_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	enum vrt_poll p;
+
+	if (t->step == 0) {
+		TASK_CHECK(vio_conn_tx_take(&t->c) == &t->tx);
+		TASK_CHECK(vio_conn_tx_take(&t->c) == NULL); /* none lent */
+		vio_conn_tx_lend(&t->c, &t->tx);
+		t->step = 1;
+	}
+	if (t->step == 1) {
+		p = vio_conn_send(&t->c, t->big, t->len, &t->res);
+		if (p == VRT_PENDING) {
+			TASK_CHECK(vio_conn_tx_take(&t->c) == NULL); /* under way */
+			/* Release: pairs with wait_flag's acquire [F1]. */
+			atomic_store_explicit(&t->pending_seen, 1, memory_order_release);
+		}
+		if (p != VRT_READY)
+			return p;
+		TASK_CHECK(vio_conn_tx_take(&t->c) == &t->tx);
+		TASK_CHECK(vio_timer_arm(&t->tm, vb_now_ns() + 20 * MS) == 0);
+		t->step = 2;
+	}
+	p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
+	if (p == VRT_READY)
+		return VRT_READY; /* unexpected: the test sees step 2 and res */
+	if (!vio_timer_expired(&t->tm))
+		return p;
+	t->step = 3;
+	vio_conn_abandon(&t->c);
+	return VRT_READY;
+}
+
+static void test_tx_lent_only_while_sending(void **state)
+{
+	struct ioh h;
+	int fds[2], sndbuf = 65536;
+	struct ct *t;
+
+	(void)state;
+	two_workers(&h);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	t = ct_new(tx_lend_poll, fds[0]);
+	t->len = 4u << 20;
+	t->big = calloc(1, t->len);
+	ioh_spawn(&h, &t->base, true);
+	wait_flag(&t->pending_seen);
+	assert_int_equal(drain_to_eof(fds[1], 5000), (ssize_t)t->len);
+	ct_join(t);
+	assert_int_equal(t->step, 3);
+	assert_int_equal(t->res, (ssize_t)t->len);
+	ct_finish(&h, t, fds[1]);
 }
 
 /* -------------------------------------------- vectored send */
@@ -1802,6 +1866,7 @@ int main(void)
 		cmocka_unit_test(test_remote_cancel_recv),
 		cmocka_unit_test(test_remote_cancel_send),
 		cmocka_unit_test(test_send_deadline_partial),
+		cmocka_unit_test(test_tx_lent_only_while_sending),
 		cmocka_unit_test(test_sendv_header_body),
 		cmocka_unit_test(test_quiet_send),
 		cmocka_unit_test(test_half_close),
