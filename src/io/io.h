@@ -234,7 +234,7 @@ struct vio_conn {
 	struct vio_buf *rxq_tail;        /* private */
 	_Atomic uint32_t rx_queued;      /* private: buffers held (throttle) */
 	_Atomic uint32_t close_count;    /* private: abandon countdown */
-	struct vio_timer deadline;       /* private */
+	struct vio_timer *deadline;      /* private: the caller's, or NULL (vio_conn_set_deadline) */
 	struct vio_worker *last_worker;  /* private: migration statistics */
 	_Atomic int64_t rx_at;           /* private: rx_tx histogram's start; vio_conn_rx_at */
 	int64_t *trace_tx;               /* private: vio_conn_trace_tx's stamps, or NULL */
@@ -258,9 +258,11 @@ struct vio_op *vio_conn_tx_take(struct vio_conn *c);
 
 /* Deadline for every operation on the connection from now on (0: none):
  * when it passes, the pending operation is cancelled and returns
- * -ETIMEDOUT; calls made after it return -ETIMEDOUT at once. Returns 0 or
- * -ENOMEM / -EPERM. */
-int vio_conn_set_deadline(struct vio_conn *c, int64_t deadline_ns);
+ * -ETIMEDOUT; calls made after it return -ETIMEDOUT at once. The timer
+ * that wakes the task for it is the caller's (vio_timer_init'ed; the same
+ * one for every call, in the task's memory), so a connection without a
+ * deadline keeps none. Returns 0 or -ENOMEM / -EPERM. */
+int vio_conn_set_deadline(struct vio_conn *c, struct vio_timer *t, int64_t deadline_ns);
 
 /* Receive up to len (> 0) bytes: *res = bytes (> 0), 0 at end of stream,
  * or -errno (-ETIMEDOUT, -ECONNRESET, ...). */

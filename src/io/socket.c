@@ -55,7 +55,6 @@ void vio_conn_init(struct vio_conn *c, int fd)
 	atomic_init(&c->rx_queued, 0);
 	atomic_init(&c->close_count, 0);
 	atomic_init(&c->rx_at, 0);
-	vio_timer_init(&c->deadline);
 }
 
 void vio_conn_tx_lend(struct vio_conn *c, struct vio_op *op)
@@ -93,18 +92,20 @@ void vio_conn_trace_tx(struct vio_conn *c, int64_t *at)
 	c->trace_tx = at;
 }
 
-int vio_conn_set_deadline(struct vio_conn *c, int64_t deadline_ns)
+int vio_conn_set_deadline(struct vio_conn *c, struct vio_timer *t, int64_t deadline_ns)
 {
+	VB_BUG_ON(c->deadline && c->deadline != t); /* one timer per connection */
+	c->deadline = t;
 	if (deadline_ns == 0) {
-		vio_timer_disarm(&c->deadline);
+		vio_timer_disarm(t);
 		return 0;
 	}
-	return vio_timer_arm(&c->deadline, deadline_ns);
+	return vio_timer_arm(t, deadline_ns);
 }
 
 static bool deadline_passed(const struct vio_conn *c)
 {
-	return c->deadline.deadline != 0 && vio_timer_expired(&c->deadline);
+	return c->deadline && c->deadline->deadline != 0 && vio_timer_expired(c->deadline);
 }
 
 static void note_worker(struct vio_conn *c, struct vio_worker *w)
@@ -609,7 +610,8 @@ enum vrt_poll vio_conn_close(struct vio_conn *c, int *res)
 	if (!vrt_budget_consume())
 		return VRT_YIELD;
 	if (c->tx->kind != VIO_K_CLOSE) {
-		vio_timer_disarm(&c->deadline);
+		if (c->deadline)
+			vio_timer_disarm(c->deadline);
 		/* The close waits for the send under way: its end must wake
 		 * us, even a quiet success ([IO6] before the [IO2] below: a
 		 * send that ended first is seen DONE there, one that ends
@@ -663,7 +665,8 @@ void vio_conn_abandon(struct vio_conn *c)
 	struct vio_op *ops[2] = { &c->rx, c->tx };
 	bool rx_inflight = false;
 
-	vio_timer_disarm(&c->deadline);
+	if (c->deadline)
+		vio_timer_disarm(c->deadline);
 	if (c->fd < 0)
 		return; /* closed by vio_conn_close */
 	if (c->tx && c->tx->kind == VIO_K_CLOSE) {

@@ -371,6 +371,7 @@ struct echo_conn {
 	struct ioh_echo *e;
 	struct vio_conn c;
 	struct vio_op tx;   /* lent to c for good */
+	struct vio_timer dl; /* c's deadline */
 	int state;
 	size_t n;
 	unsigned msgs;
@@ -420,7 +421,7 @@ static enum vrt_poll echo_conn_poll(struct ioh_task *t)
 		case EC_RECV:
 			if (e->idle_deadline_ns > 0 && !ec->deadline_armed) {
 				/* A live deadline, re-armed before every receive. */
-				if (vio_conn_set_deadline(&ec->c, vb_now_ns() + e->idle_deadline_ns) < 0) {
+				if (vio_conn_set_deadline(&ec->c, &ec->dl, vb_now_ns() + e->idle_deadline_ns) < 0) {
 					atomic_fetch_add_explicit(&e->errors, 1, memory_order_relaxed);
 					ec->state = EC_CLOSE;
 					continue;
@@ -521,6 +522,7 @@ static enum vrt_poll acceptor_poll(struct ioh_task *t)
 		ec->bufsize = e->bufsize ? e->bufsize : 32768;
 		vio_conn_init(&ec->c, fd);
 		vio_conn_tx_lend(&ec->c, &ec->tx);
+		vio_timer_init(&ec->dl);
 		atomic_fetch_add_explicit(&e->accepted, 1, memory_order_relaxed);
 		atomic_fetch_add_explicit(&e->active, 1, memory_order_relaxed);
 		ioh_spawn(e->h, &ec->base, false);

@@ -51,6 +51,7 @@ struct ct {
 	struct ioh_task base;
 	struct vio_conn c;
 	struct vio_op tx;   /* lent to c for good */
+	struct vio_timer dl; /* c's deadline */
 	struct vio_timer tm;
 	int step;
 	int home;
@@ -81,6 +82,7 @@ static struct ct *ct_new(enum vrt_poll (*fn)(struct ioh_task *), int fd)
 
 	vio_conn_init(&t->c, fd);
 	vio_conn_tx_lend(&t->c, &t->tx);
+	vio_timer_init(&t->dl);
 	vio_timer_init(&t->tm);
 	return t;
 }
@@ -157,7 +159,7 @@ static enum vrt_poll recv_deadline_poll(struct ioh_task *self)
 	switch (t->step) {
 	case 0:
 		t->t0 = vb_now_ns();
-		TASK_CHECK(vio_conn_set_deadline(&t->c, t->t0 + 50 * MS) == 0);
+		TASK_CHECK(vio_conn_set_deadline(&t->c, &t->dl, t->t0 + 50 * MS) == 0);
 		t->step = 1;
 		/* fall through */
 	case 1:
@@ -315,7 +317,7 @@ static enum vrt_poll send_deadline_poll(struct ioh_task *self)
 
 	if (t->step == 0) {
 		t->t0 = vb_now_ns();
-		TASK_CHECK(vio_conn_set_deadline(&t->c, t->t0 + 100 * MS) == 0);
+		TASK_CHECK(vio_conn_set_deadline(&t->c, &t->dl, t->t0 + 100 * MS) == 0);
 		t->step = 1;
 	}
 	if (t->step == 1) {
