@@ -68,6 +68,15 @@ static bool attempt(struct vio_worker *w, struct vio_op *op)
 	ssize_t r;
 
 	switch (op->kind) {
+	case VIO_K_RECV_WAIT:
+		/* A lent receive: with its buffer (the try at its start) a
+		 * receive; on readiness (buffer gone) only "readable", the
+		 * task receives. */
+		if (!op->buf) {
+			op->res = 0;
+			return true;
+		}
+		/* fall through */
 	case VIO_K_RECV:
 		do
 			r = recv(fd, op->buf, op->len, MSG_DONTWAIT);
@@ -167,7 +176,8 @@ static void ev_submit(struct vio_worker *w, struct vio_op *op)
 	struct vio_ev_w *ew = evloop_worker(w);
 	struct ev_opx *x = opx(op);
 
-	ev_io_init(&x->io, op_cb, op->conn->fd, op->kind == VIO_K_RECV ? EV_READ : EV_WRITE);
+	ev_io_init(&x->io, op_cb, op->conn->fd,
+		   op->kind == VIO_K_RECV || op->kind == VIO_K_RECV_WAIT ? EV_READ : EV_WRITE);
 	ev_io_start(ew->loop, &x->io);
 	x->prev = NULL;
 	x->next = ew->inflight;

@@ -51,6 +51,8 @@ enum vio_kind {
 	VIO_K_SEND,     /* send all of buf/len */
 	VIO_K_SENDV,    /* sendmsg all of iov/iovcnt */
 	VIO_K_CLOSE,
+	VIO_K_RECV_WAIT, /* until a receive would not wait (vio_conn_recv_lent):
+			  * op->buf is set only for a try at its start */
 };
 
 /* op->tflags (task side, task-private) */

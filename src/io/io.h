@@ -267,6 +267,13 @@ int vio_conn_set_deadline(struct vio_conn *c, struct vio_timer *t, int64_t deadl
 /* Receive up to len (> 0) bytes: *res = bytes (> 0), 0 at end of stream,
  * or -errno (-ETIMEDOUT, -ECONNRESET, ...). */
 enum vrt_poll vio_conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *res);
+/* The same, but buf is lent for this call only: when nothing can be
+ * received now, the connection waits for bytes without holding any buffer
+ * (io_uring's multishot receive needs none; otherwise a readiness wait),
+ * and the call after the wake-up receives into the buffer it is given then.
+ * For a caller that takes a buffer only once bytes come (an idle
+ * connection). While one of the two calls waits, use only that one. */
+enum vrt_poll vio_conn_recv_lent(struct vio_conn *c, void *buf, size_t len, ssize_t *res);
 /* Send all len bytes (partial sends are continued internally): *res = len
  * or -errno. `buf` must stay valid until VRT_READY (or the task's drop). */
 enum vrt_poll vio_conn_send(struct vio_conn *c, const void *buf, size_t len, ssize_t *res);

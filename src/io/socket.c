@@ -413,7 +413,69 @@ static int rx_ms_ended(struct vio_worker *w, struct vio_conn *c, ssize_t *res)
 	return 1;
 }
 
-enum vrt_poll vio_conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *res)
+/*
+ * A lent receive without multishot: the buffer is the caller's for this
+ * call only, so the wait for bytes holds none (VIO_K_RECV_WAIT: readiness,
+ * a poll on io_uring, the descriptor's readiness with libev) and the
+ * receive itself is made here once it reports. At its start the backend
+ * may try the receive at once into the lent buffer (libev does, as it
+ * does every operation: op->buf is set for that try only), so a caller
+ * whose bytes are there pays no wait.
+ */
+static enum vrt_poll recv_lent_plain(struct vio_worker *w, struct vio_conn *c, void *buf, size_t len,
+				     ssize_t *res)
+{
+	enum vrt_poll p;
+	int32_t r;
+	ssize_t n;
+
+	for (;;) {
+		/* [IO2] acquire: pairs with [IO1]/[IO5]. */
+		uint32_t s = atomic_load_explicit(&c->rx.state, memory_order_acquire);
+
+		if (s == 0) {
+			/* A new wait: its start may receive at once. */
+			c->cflags &= ~VIO_CF_PLAIN_ONCE;
+			VIO_STAT_INC(w, recv_plain);
+			p = conn_op(c, w, &c->rx, VIO_K_RECV_WAIT, buf, len, NULL, 0, &r);
+			c->rx.buf = NULL; /* lent for the try at the start only */
+			if (p != VRT_READY)
+				return p;
+			c->rx.kind = VIO_K_NONE;
+			if (r == 0)
+				c->cflags |= VIO_CF_EOF;
+			*res = r;
+			return VRT_READY;
+		}
+		VB_BUG_ON(c->rx.kind != VIO_K_RECV_WAIT); /* vio_conn_recv's receive under way */
+		p = op_check(c, &c->rx, s, &r);
+		if (p != VRT_READY)
+			return p;
+		c->rx.kind = VIO_K_NONE;
+		if (r < 0) {
+			*res = r; /* the deadline, a cancel */
+			return VRT_READY;
+		}
+		/* Readable (or the end, or an error): receive now. */
+		do
+			n = recv(c->fd, buf, len, MSG_DONTWAIT);
+		while (n < 0 && errno == EINTR);
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			continue; /* spurious: wait again */
+		if (n > 0) {
+			VIO_STAT_ADD(w, recv_bytes, (uint64_t)n);
+			/* vio_conn_rx_at. Relaxed: a statistic. */
+			if (!atomic_load_explicit(&c->rx_at, memory_order_relaxed))
+				atomic_store_explicit(&c->rx_at, vb_now_ns(), memory_order_relaxed);
+		} else if (n == 0) {
+			c->cflags |= VIO_CF_EOF;
+		}
+		*res = n < 0 ? -errno : n;
+		return VRT_READY;
+	}
+}
+
+static enum vrt_poll conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *res, bool lent)
 {
 	struct vio_worker *w = task_worker();
 	enum vrt_poll p;
@@ -448,8 +510,8 @@ enum vrt_poll vio_conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *
 				return VRT_READY;
 			continue;
 		}
-		if (c->rx.kind == VIO_K_RECV && s != 0)
-			break; /* a plain recv is under way */
+		if ((c->rx.kind == VIO_K_RECV || c->rx.kind == VIO_K_RECV_WAIT) && s != 0)
+			break; /* a plain recv, or a lent one's wait, is under way */
 		if (c->rx_err) {
 			*res = c->rx_err;
 			return VRT_READY;
@@ -472,6 +534,9 @@ enum vrt_poll vio_conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *
 		vio__op_start(w, &c->rx); /* never finishes at once */
 		return VRT_PENDING;
 	}
+	if (lent)
+		return recv_lent_plain(w, c, buf, len, res);
+	VB_BUG_ON(c->rx.kind == VIO_K_RECV_WAIT); /* a lent receive's wait is under way */
 	/* Plain recv into the caller's buffer. */
 	if (atomic_load_explicit(&c->rx.state, memory_order_relaxed) == 0) {
 		c->cflags &= ~VIO_CF_PLAIN_ONCE;
@@ -484,6 +549,16 @@ enum vrt_poll vio_conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *
 		*res = r;
 	}
 	return p;
+}
+
+enum vrt_poll vio_conn_recv(struct vio_conn *c, void *buf, size_t len, ssize_t *res)
+{
+	return conn_recv(c, buf, len, res, false);
+}
+
+enum vrt_poll vio_conn_recv_lent(struct vio_conn *c, void *buf, size_t len, ssize_t *res)
+{
+	return conn_recv(c, buf, len, res, true);
 }
 
 /* -------------------------------------------- owner side of multishot */

@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <liburing.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,6 +316,11 @@ static void prep_op(struct vio_worker *w, struct vio_op *op)
 	case VIO_K_RECV:
 		io_uring_prep_recv(sqe, fd, op->buf, op->len, 0);
 		break;
+	case VIO_K_RECV_WAIT:
+		/* A lent receive waits for readability, no buffer held; the
+		 * task receives once this ends. */
+		io_uring_prep_poll_add(sqe, fd, POLLIN);
+		break;
 	case VIO_K_RECV_MS:
 		io_uring_prep_recv_multishot(sqe, fd, NULL, 0, 0);
 		sqe->flags |= IOSQE_BUFFER_SELECT | (fixed ? IOSQE_FIXED_FILE : 0);
@@ -520,6 +526,10 @@ static void op_cqe(struct vio_worker *w, struct vio_op *op, int res)
 			VIO_STAT_ADD(w, recv_bytes, (uint64_t)res);
 			rx_stamp(w, op->conn);
 		}
+		break;
+	case VIO_K_RECV_WAIT:
+		if (res > 0)
+			res = 0; /* the poll's events: readable, or the end, or an error */
 		break;
 	default:
 		break;
