@@ -137,11 +137,10 @@ struct vio_lsock {
 	/* Owner-private (home worker thread); kept apart from the fields
 	 * above so that no widened load or store spans both groups. */
 	int64_t resume_at;         /* paused after EMFILE until then (0: not paused) */
-	bool armed;                /* a (multishot) accept or ev_io is live */
+	bool armed;                /* a (multishot) accept is live, or libev: fd is in the set */
 	bool stopping;             /* stop requested; fd closes at the end */
 	bool fd_closed;
 	struct vio_req arm_req, stop_req;
-	void *evw[8];              /* libev watcher storage */
 };
 
 /* ls is done with its socket: close it, or, when the fd is shared by

@@ -209,8 +209,7 @@ struct vio_op {
 	struct iovec *iov;               /* private */
 	unsigned iovcnt;                 /* private */
 	union {                          /* private: backend scratch */
-		struct msghdr msg;
-		void *evw[8];
+		struct msghdr msg;       /* io_uring: a vectored send's header */
 	} u;
 };
 

@@ -11,7 +11,9 @@
  * behind a long poll by a reader its driver woke is stolen by the sibling
  * that slept with no bound (the owed wake-up), a close on another worker
  * than the one whose registered-file table holds the descriptor reaches the
- * peer while that worker is inside one long poll. Run once per backend.
+ * peer while that worker is inside one long poll, waits that ended on two
+ * workers leave no epoll registration of the descriptor behind (its number
+ * then serves another socket on both). Run once per backend.
  */
 #include "config.h"
 
@@ -23,11 +25,13 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -68,6 +72,10 @@ struct ct {
 	bool abandon;       /* fixed_steal: end with vio_conn_abandon */
 	bool moved_seen;    /* return_to_parked: home seen asleep */
 	int first_w;        /* fixed_steal: worker of the first operation */
+	int second_w;       /* two_waits: worker of the second wait */
+	bool waited;        /* two_waits: this step's receive went pending */
+	_Atomic int waits, parked, go; /* two_waits */
+	char got[2];        /* two_waits: the byte each receive got */
 	char buf[4096];
 };
 
@@ -1994,6 +2002,190 @@ static void test_remote_abandon_behind_long_poll(void **state)
 	close_behind_hog(true);
 }
 
+/*
+ * Waits that ended leave no registration behind. A connection's receive
+ * waits on one worker, then (the task moved) on the other, each ended by
+ * its bytes; then no epoll set in the process is armed for the descriptor
+ * (/proc/self/fdinfo), so no worker's loop can touch its number once the
+ * task closes it there and another socket takes the number. libev removes
+ * a stopped watcher's registration lazily (at the next event for it, with
+ * epoll_ctl, or never: the close drops it), so the worker whose loop still
+ * held it ran epoll_ctl on a descriptor another worker was closing, or
+ * had closed (ThreadSanitizer: close racing epoll_ctl; epoll_ctl failed
+ * with EBADF or ENOENT and libev rebuilt that worker's whole epoll set).
+ * Then a new socket on the same number waits on both workers in turn and
+ * gets its own bytes. Plain receives (a multishot would stay in flight on
+ * the first worker). io_uring keeps no epoll set: the same echoes.
+ */
+static enum vrt_poll two_waits_poll(struct ioh_task *self)
+{
+	struct ct *t = (struct ct *)self;
+	struct ioh_leave *l;
+	enum vrt_poll p;
+
+	for (;;) {
+		switch (t->step) {
+		case 0: /* a receive that waits, on the first worker... */
+		case 2: /* ... and one on the other */
+			if (t->step == 2 && !t->waited && vrt_worker_id() == t->first_w) {
+				/* Back on the first worker before the receive
+				 * began (a yield): leave again, once. */
+				TASK_CHECK(t->leave2.state == 0);
+				t->step = 1;
+				break;
+			}
+			p = vio_conn_recv(&t->c, t->buf, sizeof(t->buf), &t->res);
+			if (p == VRT_PENDING && !t->waited) {
+				t->waited = true;
+				/* This worker owns the wait. */
+				*(t->step == 0 ? &t->first_w : &t->second_w) = vrt_worker_id();
+				/* release: pairs with the test thread's acquire. */
+				atomic_fetch_add_explicit(&t->waits, 1, memory_order_release);
+			}
+			if (p != VRT_READY)
+				return p;
+			TASK_CHECK(t->res == 1 && t->waited);
+			t->got[t->step / 2] = t->buf[0];
+			t->waited = false;
+			t->step++;
+			break;
+		case 1: /* leave the first worker */
+			l = t->leave.state == 0 || atomic_load_explicit(&t->leave.moved,
+					memory_order_relaxed) == 0 ? &t->leave : &t->leave2;
+			if (l->state != 0 || vrt_worker_id() == t->first_w) {
+				p = ioh_leave_worker(&t->base, l);
+				if (p != VRT_READY)
+					return p;
+			}
+			t->step = 2;
+			break;
+		case 3: /* both waits ended: the test thread looks, then lets us close */
+			t->step = 4;
+			/* release: pairs with the test thread's acquire. */
+			atomic_store_explicit(&t->parked, 1, memory_order_release);
+			return VRT_PENDING;
+		default:
+			/* acquire: pairs with the test thread's release. */
+			if (!atomic_load_explicit(&t->go, memory_order_acquire))
+				return VRT_PENDING;
+			return vio_conn_close(&t->c, &t->close_res);
+		}
+	}
+}
+
+/* How many epoll sets of this process are armed for descriptor fd (any
+ * of IN, OUT, ERR, HUP; a one-shot registration that fired is not). */
+static unsigned epoll_sets_arming(int fd)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	unsigned n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d)) != NULL) {
+		char path[300], link[64], line[256];
+		ssize_t len;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len < 0)
+			continue;
+		link[len] = '\0';
+		if (strcmp(link, "anon_inode:[eventpoll]") != 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			int tfd;
+			unsigned ev;
+
+			if (sscanf(line, "tfd: %d events: %x", &tfd, &ev) == 2 && tfd == fd &&
+			    (ev & (EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP))) {
+				print_message("# epoll set %s is armed for fd %d: events %x\n",
+					      e->d_name, fd, ev);
+				n++;
+			}
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return n;
+}
+
+static void wait_count(_Atomic int *c, int n)
+{
+	/* acquire: pairs with the task's release add. */
+	while (atomic_load_explicit(c, memory_order_acquire) < n)
+		usleep(200);
+}
+
+/* One connection on descriptor fd through two_waits_poll: the bytes a and
+ * b, each sent once its receive waits; returns the task, closed. */
+static struct ct *two_waits(struct ioh *h, int fd, int peer, char a, char b)
+{
+	struct ct *t = ct_new(two_waits_poll, fd);
+	unsigned armed;
+
+	t->first_w = t->second_w = -1;
+	ioh_spawn(h, &t->base, true);
+	wait_count(&t->waits, 1);
+	assert_int_equal(send(peer, &a, 1, 0), 1);
+	wait_count(&t->waits, 2);
+	assert_int_equal(send(peer, &b, 1, 0), 1);
+	wait_flag(&t->parked);
+	armed = epoll_sets_arming(fd);
+	/* release: pairs with the task's acquire. */
+	atomic_store_explicit(&t->go, 1, memory_order_release);
+	vrt_task_wake(&t->base.t);
+	ct_join(t);
+	print_message("# fd %d: waits on workers %d and %d; epoll sets armed for it after: %u\n",
+		      fd, t->first_w, t->second_w, armed);
+	assert_true(t->first_w >= 0 && t->second_w >= 0 && t->first_w != t->second_w);
+	assert_int_equal(t->got[0], a);
+	assert_int_equal(t->got[1], b);
+	assert_int_equal(armed, 0);
+	assert_int_equal(t->close_res, 0);
+	assert_int_equal(drain_to_eof(peer, 2000), 0);
+	return t;
+}
+
+static void test_ended_waits_leave_no_registration(void **state)
+{
+	struct vio_config c = fixed_cfg(true, false);
+	struct ioh h;
+	int fds[2], again[2], n;
+	struct ct *t, *t2;
+
+	(void)state;
+	ioh_start(&h, 2, &c, NULL);
+	assert_int_equal(ioh_tcp_pair(fds), 0);
+	n = fds[0];
+	t = two_waits(&h, n, fds[1], 'a', 'b');
+	/* A new connection on the number the task closed (with registered
+	 * files the worker whose table held it closes it soon after). */
+	for (int64_t t0 = vb_now_ns(); fcntl(n, F_GETFD) >= 0; usleep(1000))
+		assert_true(vb_now_ns() - t0 < 20000 * MS);
+	assert_int_equal(ioh_tcp_pair(again), 0);
+	if (again[0] != n) {
+		if (again[1] == n) { /* the client took it: move it away */
+			again[1] = fcntl(n, F_DUPFD_CLOEXEC, n + 1);
+			assert_true(again[1] > n);
+			close(n);
+		}
+		assert_int_equal(dup3(again[0], n, O_CLOEXEC), n);
+		close(again[0]);
+	}
+	t2 = two_waits(&h, n, again[1], 'c', 'd');
+	vrt_task_unref(&t2->base.t);
+	close(again[1]);
+	ct_finish(&h, t, fds[1]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2027,6 +2219,7 @@ int main(void)
 		cmocka_unit_test(test_recv_lent_deadline),
 		cmocka_unit_test(test_remote_close_behind_long_poll),
 		cmocka_unit_test(test_remote_abandon_behind_long_poll),
+		cmocka_unit_test(test_ended_waits_leave_no_registration),
 	};
 
 	ioh_watchdog(ioh_under_tsan() ? 300 : 60, "test_io_conn");
