@@ -97,13 +97,10 @@ tests_unit_test_server_pool_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_server_pool_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
 
 # The blocking pool under pipelined load with connections left early, on a
-# real server with tests/modules/pool.so (once per backend). Under TSan on
-# io_uring only: with libev, TSan reports a close(2) of a connection's fd on
-# one worker racing the epoll_ctl(2) the worker that registered it applies
-# later (the io layer's, seen with light requests alone, no pool involved).
+# real server with tests/modules/pool.so (once per backend, also under TSan).
 check_PROGRAMS += tests/stress/stress_blocking
 IO_TESTS += tests/stress/stress_blocking
-TSAN_TESTS += tests/stress/stress_blocking-uring.iot
+IO_TSAN_TESTS += tests/stress/stress_blocking
 tests_stress_stress_blocking_SOURCES = tests/stress/stress_blocking.c
 tests_stress_stress_blocking_LDADD = $(VOLT_ALL_LIBS)
 EXTRA_tests_stress_stress_blocking_DEPENDENCIES = tests/modules/pool.so
