@@ -3,7 +3,11 @@
  * server/conn.c: the connection task: the parse stage (doc/server.md) and
  * the sending end of the write stage. One task per accepted socket:
  *   - reads into the parser's buffer (a recv is started only when every
- *     buffered byte has been parsed, so the buffer never moves under it);
+ *     buffered byte has been parsed, so the buffer never moves under it),
+ *     or, without a parser, into a buffer lent for the call only, so an
+ *     idle connection waits holding no buffer; what it needs only while
+ *     it has work (the send operation, the slots, ...) is its busy block,
+ *     a spare taken when bytes arrive and given back when it is idle;
  *   - hands each request to request.c, which answers it at once or makes
  *     it a job on `jobs` (wait: parsing and reading stop until there is
  *     room);
@@ -155,11 +159,13 @@ void vsrv__end_to(struct vsrv_conn *c, enum vsrv_end to, int64_t now)
 		/* The early answer is out: drain what the client still sends
 		 * so it reads the answer, not a reset. The parser's buffer
 		 * takes the drained bytes (it will parse nothing more; a
-		 * receive under way into it still lands in its memory). */
+		 * receive under way into it still lands in its memory). The
+		 * failure answered a request, so the connection is busy. */
+		VB_BUG_ON(!c->busy);
 		VSRV_INC(c->srv, lingers);
-		c->linger_until = now + vsrv__ms(LINGER_MS);
-		if (c->parser)
-			vhttp_parser_reset(c->parser);
+		c->busy->linger_until = now + vsrv__ms(LINGER_MS);
+		if (c->busy->parser)
+			vhttp_parser_reset(c->busy->parser);
 		vio_conn_shutdown_write(&c->io);
 		break;
 	case VSRV_END_ABORTED:
@@ -175,8 +181,9 @@ void vsrv__end_to(struct vsrv_conn *c, enum vsrv_end to, int64_t now)
 
 void vsrv__conn_abort(struct vsrv_conn *c, const char *reason)
 {
-	if (c->end < VSRV_END_ABORTED)
-		c->close_reason = reason;
+	/* Without a busy block nothing is in flight: no reason is logged. */
+	if (c->end < VSRV_END_ABORTED && c->busy)
+		c->busy->close_reason = reason;
 	vsrv__end_to(c, VSRV_END_ABORTED, 0);
 }
 
@@ -193,55 +200,92 @@ void vsrv__conn_linger_cut(struct vsrv_conn *c)
 	vsrv__conn_abort(c, NULL); /* answered already: nothing to drop */
 }
 
-/* ------------------------------------------- parser and slots, lazily */
+/* ----------------------------------------- the busy state, lazily */
 
-/* Bytes arrived: make sure there is a parser and slots (this worker's
- * cache first). false: no memory. */
+bool vsrv__conn_take_busy(struct vsrv_conn *c)
+{
+	struct vsrv_busy *b;
+
+	if (c->busy)
+		return true;
+	if (!(b = vsrv__busy_get(c->srv)))
+		return false;
+	/* A spare comes back empty (no parser, batch, pending job, trace in
+	 * flight or filled slot, nothing charged to the budget); the rest is
+	 * set here or before its first use. */
+	b->collect_seq = b->sent_seq = c->next_seq;
+	b->linger_bytes = 0;
+	b->recv_buf = NULL;
+	b->probe_at = 0;
+	b->close_reason = NULL;
+	vch_waiter_init(&b->pending_waiter);
+	vio_conn_tx_lend(&c->io, &b->tx);
+	c->busy = b;
+	return true;
+}
+
+/* Bytes arrived: make sure there is a busy block and a parser (this
+ * worker's spares first). false: no memory. */
 static bool conn_take_rx(struct vsrv_conn *c)
 {
-	if (!c->slots && !(c->slots = vsrv__slots_get(c->srv, (size_t)c->slot_mask + 1)))
+	if (!vsrv__conn_take_busy(c))
 		return false;
-	return c->parser || (c->parser = vsrv__parser_get(c->srv));
+	return c->busy->parser || (c->busy->parser = vsrv__parser_get(c->srv));
 }
 
 /* Give the parser back when it holds nothing (between requests) and no
- * read into it is under way, the slots once there is no parser and every
- * request parsed is collected (no job of the connection is anywhere
- * else), the batch when it is empty and no send is under way: an idle
- * connection holds no request buffers. All are empty when given back. */
+ * read into it is under way, the batch when it is empty and no send is
+ * under way, and the busy block once the connection is idle: every
+ * request answered (no job of the connection is anywhere else), nothing
+ * waiting, open, reading. An idle connection holds no request buffers
+ * and no busy state. All go back empty. */
 static void conn_give_back(struct vsrv_conn *c)
 {
-	if (c->out && c->tx == VSRV_TX_IDLE && c->out->niov == 0) {
-		VB_BUG_ON(c->out->n != 0);
-		vsrv__spare_put(c->srv, VSRV_SPARE_BATCH, c->out);
-		c->out = NULL;
+	struct vsrv_busy *b = c->busy;
+
+	if (!b)
+		return;
+	if (b->out && c->tx == VSRV_TX_IDLE && b->out->niov == 0) {
+		VB_BUG_ON(b->out->n != 0);
+		vsrv__spare_put(c->srv, VSRV_SPARE_BATCH, b->out);
+		b->out = NULL;
 	}
-	if (c->parser && !c->recv_buf && c->rx != VSRV_RX_CONTINUE &&
-	    vhttp_parser_phase(c->parser) == VHTTP_PHASE_IDLE) {
-		vsrv__parser_put(c->srv, c->parser);
-		c->parser = NULL;
+	if (b->parser && !b->recv_buf && c->rx != VSRV_RX_CONTINUE &&
+	    vhttp_parser_phase(b->parser) == VHTTP_PHASE_IDLE) {
+		vsrv__parser_put(c->srv, b->parser);
+		b->parser = NULL;
+		/* What c->phase last saw may be older (a request parsed whole
+		 * with no parse after it, the pipeline full): no parser, no
+		 * request under way, so no header or body deadline. */
+		c->phase = VHTTP_PHASE_IDLE;
 		if (c->rx == VSRV_RX_PARSE)
 			vsrv__rx_to(c, VSRV_RX_READ); /* it held nothing */
 	}
-	if (!c->parser && c->slots && c->collect_seq == c->next_seq && !c->pending) {
-		vsrv__spare_put(c->srv, VSRV_SPARE_SLOTS, (void *)c->slots);
-		c->slots = NULL;
+	if (!b->parser && !b->out && !b->pending && !b->rx_held && b->sent_seq == c->next_seq &&
+	    c->tx == VSRV_TX_IDLE && c->rx == VSRV_RX_READ && c->end == VSRV_END_OPEN) {
+		/* io's send operation is idle with the send machine. */
+		struct vio_op *tx = vio_conn_tx_take(&c->io);
+
+		VB_BUG_ON(tx != &b->tx);
+		vsrv__spare_put(c->srv, VSRV_SPARE_BUSY, b);
+		c->busy = NULL;
 	}
 }
 
 enum vhttp_phase vsrv__parser_phase(const struct vsrv_conn *c)
 {
-	return c->parser ? vhttp_parser_phase(c->parser) : VHTTP_PHASE_IDLE;
+	return c->busy && c->busy->parser ? vhttp_parser_phase(c->busy->parser) : VHTTP_PHASE_IDLE;
 }
 
 /* The parser's body buffer, charged to the budget as it grows. */
 static void conn_sync_held(struct vsrv_conn *c)
 {
-	size_t held = c->parser ? vhttp_parser_body_held(c->parser) : 0;
+	struct vsrv_busy *b = c->busy;
+	size_t held = b && b->parser ? vhttp_parser_body_held(b->parser) : 0;
 
-	if (held != c->rx_held) {
-		vsrv__hold(c->srv, (int64_t)held - (int64_t)c->rx_held);
-		c->rx_held = held;
+	if (b && held != b->rx_held) {
+		vsrv__hold(c->srv, (int64_t)held - (int64_t)b->rx_held);
+		b->rx_held = held;
 	}
 }
 
@@ -254,12 +298,13 @@ static void conn_sync_held(struct vsrv_conn *c)
  */
 static bool budget_blocks(struct vsrv_conn *c)
 {
+	struct vsrv_busy *b = c->busy;
 	size_t want;
 
 	if (c->srv->cfg.on_full != VSRV_ON_FULL_WAIT)
 		return false;
-	want = c->parser ? vhttp_parser_body_held(c->parser) : 0;
-	if (want && c->rx_held)
+	want = b && b->parser ? vhttp_parser_body_held(b->parser) : 0;
+	if (want && b->rx_held)
 		return false;
 	if (vsrv__over_budget(c->srv))
 		return true;
@@ -288,18 +333,18 @@ bool vsrv__drain_keeps_reading(const struct vsrv_conn *c)
 
 static bool can_parse(const struct vsrv_conn *c)
 {
-	return c->rx == VSRV_RX_PARSE && c->end == VSRV_END_OPEN && c->parser &&
+	return c->rx == VSRV_RX_PARSE && c->end == VSRV_END_OPEN && c->busy && c->busy->parser &&
 	       vsrv__in_flight(c) < c->srv->cfg.max_pipeline &&
 	       (!vsrv__draining(c->srv) || vsrv__drain_keeps_reading(c));
 }
 
 static void note_phase(struct vsrv_conn *c, int64_t now)
 {
-	enum vhttp_phase ph = vhttp_parser_phase(c->parser);
+	enum vhttp_phase ph = vhttp_parser_phase(c->busy->parser);
 
 	if (ph != c->phase) {
 		c->phase = ph;
-		c->phase_since = now;
+		c->busy->phase_since = now;
 	}
 }
 
@@ -308,12 +353,13 @@ static bool conn_parse(struct vsrv_conn *c, int64_t now)
 	bool progress = false;
 
 	while (can_parse(c)) {
+		struct vhttp_parser *parser = c->busy->parser;
 		struct vhttp_request *req;
 		const char *reason;
 		int status;
 
 		progress = true;
-		switch (vhttp_parser_next(c->parser, &req)) {
+		switch (vhttp_parser_next(parser, &req)) {
 		case VHTTP_EV_MORE:
 			vsrv__rx_to(c, VSRV_RX_READ);
 			note_phase(c, now);
@@ -326,7 +372,7 @@ static bool conn_parse(struct vsrv_conn *c, int64_t now)
 			vsrv__rx_to(c, VSRV_RX_CONTINUE);
 			break;
 		case VHTTP_EV_ERROR:
-			status = vhttp_parser_error(c->parser, &reason);
+			status = vhttp_parser_error(parser, &reason);
 			vb_log_rl(&vsrv__conn_rl, LOG_INFO, "connection fd %d: %d: %s", c->io.fd,
 				  status, reason ? reason : "bad request");
 			vsrv__conn_fail(c, status, now);
@@ -346,23 +392,26 @@ static bool conn_parse(struct vsrv_conn *c, int64_t now)
 static void conn_release(struct vsrv_conn *c)
 {
 	struct vsrv *srv = c->srv;
+	struct vsrv_busy *b = c->busy;
 
 	/* Relaxed: advice, see the Ordering block. */
 	atomic_store_explicit(&c->dead, true, memory_order_relaxed);
-	if (c->rx_held) {
-		vsrv__hold(srv, -(int64_t)c->rx_held);
-		c->rx_held = 0;
-	}
 	vio_timer_disarm(&c->tmr);
 	c->tmr_at = 0;
-	if (c->pending) {
-		vch_waiter_cancel(&c->pending_waiter);
-		vsrv__job_free(srv, c->pending);
-		c->pending = NULL;
+	if (!b)
+		return; /* idle: nothing held, nothing in flight */
+	if (b->rx_held) {
+		vsrv__hold(srv, -(int64_t)b->rx_held);
+		b->rx_held = 0;
 	}
-	for (uint64_t s = c->collect_seq; s < c->next_seq; s++) {
+	if (b->pending) {
+		vch_waiter_cancel(&b->pending_waiter);
+		vsrv__job_free(srv, b->pending);
+		b->pending = NULL;
+	}
+	for (uint64_t s = b->collect_seq; s < c->next_seq; s++) {
 		/* [S2] acquire: pairs with [S1]. */
-		struct vsrv_job *job = atomic_exchange_explicit(&c->slots[s & c->slot_mask], NULL,
+		struct vsrv_job *job = atomic_exchange_explicit(&b->slots[s & srv->slot_mask], NULL,
 								memory_order_acquire);
 		if (job) {
 			VSRV_INC(srv, results_dropped);
@@ -378,10 +427,12 @@ static void conn_finish(struct vsrv_conn *c)
 	uint64_t dropped = vsrv__in_flight(c);
 
 	if (dropped) {
+		const char *reason = c->busy->close_reason;
+
 		VSRV_ADD(srv, requests_dropped, dropped);
 		vb_log_rl(&vsrv__conn_rl, LOG_NOTICE,
 			  "connection closed with %llu request(s) unanswered: %s",
-			  (unsigned long long)dropped, c->close_reason ? c->close_reason : "closed");
+			  (unsigned long long)dropped, reason ? reason : "closed");
 	}
 	VSRV_INC(srv, conns_closed);
 	vsrv__reg_del(srv, c);
@@ -391,6 +442,8 @@ static void conn_finish(struct vsrv_conn *c)
 /* Everything answered and nothing more to read: time to close. */
 static bool conn_over(const struct vsrv_conn *c)
 {
+	const struct vsrv_busy *b = c->busy;
+
 	switch (c->end) {
 	case VSRV_END_ABORTED:
 		return true;
@@ -399,7 +452,7 @@ static bool conn_over(const struct vsrv_conn *c)
 	default:
 		break;
 	}
-	if (c->pending || c->tx != VSRV_TX_IDLE || (c->out && c->out->niov) || vsrv__in_flight(c))
+	if (c->tx != VSRV_TX_IDLE || vsrv__in_flight(c) || (b && (b->pending || (b->out && b->out->niov))))
 		return false;
 	return c->rx == VSRV_RX_EOF || c->rx == VSRV_RX_DONE ||
 	       (vsrv__draining(c->srv) && !vsrv__drain_keeps_reading(c));
@@ -413,22 +466,38 @@ static enum vrt_poll conn_close_step(struct vsrv_conn *c)
 	if (p != VRT_READY)
 		return p;
 	/* No operation is in flight any more: the batch may go. */
-	if (c->out) {
-		vsrv__batch_free_jobs(c->srv, c->out);
-		vsrv__batch_reset(c->out);
+	if (c->busy->out) {
+		vsrv__batch_free_jobs(c->srv, c->busy->out);
+		vsrv__batch_reset(c->busy->out);
 	}
+	conn_finish(c);
+	return VRT_READY;
+}
+
+/* Stop without waiting for the kernel: whatever is in flight is cancelled
+ * and the last completion closes the socket; the busy block (if any) stays
+ * until drop(), when no operation can touch it. */
+static enum vrt_poll conn_stop_now(struct vsrv_conn *c)
+{
+	vio_conn_abandon(&c->io);
 	conn_finish(c);
 	return VRT_READY;
 }
 
 static enum vrt_poll conn_close(struct vsrv_conn *c, int64_t now)
 {
+	/* The close is the send operation's, in the busy block: an idle
+	 * connection takes one now (a spare). Without memory for it, the
+	 * connection stops as a cut does (CLOSING has released it). */
+	if (!vsrv__conn_take_busy(c)) {
+		vsrv__end_to(c, VSRV_END_CLOSING, now);
+		return conn_stop_now(c);
+	}
 	vsrv__end_to(c, VSRV_END_CLOSING, now);
 	return conn_close_step(c);
 }
 
-/* Cut at shutdown: stop without waiting for the kernel; the batch stays
- * until drop(), when no operation can touch it. */
+/* Cut at shutdown. */
 static enum vrt_poll conn_cut(struct vsrv_conn *c)
 {
 	if (vsrv__drain_keeps_reading(c) && vsrv__parser_phase(c) != VHTTP_PHASE_IDLE) {
@@ -439,39 +508,58 @@ static enum vrt_poll conn_cut(struct vsrv_conn *c)
 	}
 	vsrv__conn_abort(c, "cut at shutdown");
 	conn_release(c);
-	vio_conn_abandon(&c->io);
-	conn_finish(c);
-	return VRT_READY;
+	return conn_stop_now(c);
 }
 
 /* ------------------------------------------------------------ the task */
 
-/* Receive into the parser, or into idle_buf (no parser yet; lingering). */
+/* A receive is under way: lent (no buffer of ours), or into the parser. */
+static bool conn_receiving(const struct vsrv_conn *c)
+{
+	return c->recv_lent || (c->busy && c->busy->recv_buf);
+}
+
+/* Receive into the parser, or, without one (idle; lingering), into a
+ * buffer lent for the call only (on this stack: the wait holds none). */
 static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
 {
 	struct vsrv *srv = c->srv;
-	void *buf = c->recv_buf;
-	size_t room = c->recv_room;
+	struct vsrv_busy *b = c->busy;
+	char lent_buf[VSRV_IDLE_BUF];
+	void *buf = b ? b->recv_buf : NULL;
+	size_t room = b ? b->recv_room : 0;
+	bool lent = c->recv_lent;
 	ssize_t n;
 	enum vrt_poll p;
 
-	if (!buf && c->end != VSRV_END_LINGER)
-		conn_give_back(c);
-	if (!buf && c->parser) {
-		/* Lingering, its buffer holds nothing that counts. */
-		buf = vhttp_parser_rbuf(c->parser, &room);
-		VB_BUG_ON(room == 0); /* everything was parsed (or reset) */
-	} else if (!buf) {
-		buf = c->idle_buf;
-		room = sizeof(c->idle_buf);
+	if (!buf && !lent) {
+		/* A new receive: into the parser when there is one. */
+		if (c->end != VSRV_END_LINGER)
+			conn_give_back(c);
+		b = c->busy;
+		if (b && b->parser) {
+			/* Lingering, its buffer holds nothing that counts. */
+			buf = vhttp_parser_rbuf(b->parser, &room);
+			VB_BUG_ON(room == 0); /* everything was parsed (or reset) */
+		} else {
+			lent = true;
+		}
 	}
-	p = vio_conn_recv(&c->io, buf, room, &n);
+	if (lent)
+		p = vio_conn_recv_lent(&c->io, lent_buf, sizeof(lent_buf), &n);
+	else
+		p = vio_conn_recv(&c->io, buf, room, &n);
 	if (p == VRT_PENDING) {
-		c->recv_buf = buf;
-		c->recv_room = room;
+		c->recv_lent = lent;
+		if (!lent) {
+			b->recv_buf = buf;
+			b->recv_room = room;
+		}
 		return p;
 	}
-	c->recv_buf = NULL;
+	c->recv_lent = false;
+	if (!lent)
+		b->recv_buf = NULL;
 	if (p == VRT_YIELD)
 		return p;
 	*progress = true;
@@ -481,8 +569,8 @@ static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
 			return VRT_READY;
 		}
 		VSRV_ADD(srv, linger_drained, n);
-		c->linger_bytes += (size_t)n;
-		if (c->linger_bytes > LINGER_BYTES)
+		c->busy->linger_bytes += (size_t)n;
+		if (c->busy->linger_bytes > LINGER_BYTES)
 			vsrv__conn_linger_cut(c);
 		return VRT_READY;
 	}
@@ -490,23 +578,24 @@ static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
 		VSRV_ADD(srv, bytes_in, n);
 		if (c->rx != VSRV_RX_READ)
 			return VRT_READY; /* no more requests: dropped */
-		if (buf == c->idle_buf) {
-			/* The first bytes after idle: now the parser. */
+		if (lent) {
+			/* The first bytes after idle: now the busy block and the
+			 * parser, which takes them. */
 			if (!conn_take_rx(c)) {
 				vsrv__conn_abort(c, "out of memory for a parser");
 				return VRT_READY;
 			}
-			size_t took = vhttp_parser_feed(c->parser, c->idle_buf, (size_t)n);
+			size_t took = vhttp_parser_feed(c->busy->parser, lent_buf, (size_t)n);
 			VB_BUG_ON(took != (size_t)n); /* an empty parser holds VSRV_IDLE_BUF */
 		} else {
-			vhttp_parser_commit(c->parser, (size_t)n);
+			vhttp_parser_commit(b->parser, (size_t)n);
 		}
 		vsrv__rx_to(c, VSRV_RX_PARSE);
 	} else if (n == 0) {
 		if (vsrv__parser_phase(c) != VHTTP_PHASE_IDLE && vsrv__parser_phase(c) != VHTTP_PHASE_DONE) {
 			/* Gone in the middle of a request: nobody to answer. */
 			VSRV_INC(srv, client_resets);
-			c->close_reason = "peer closed mid-request";
+			c->busy->close_reason = "peer closed mid-request";
 		}
 		vsrv__rx_to(c, VSRV_RX_EOF);
 	} else {
@@ -518,6 +607,7 @@ static enum vrt_poll conn_recv(struct vsrv_conn *c, bool *progress)
 
 static enum vrt_poll conn_send(struct vsrv_conn *c, int64_t now, bool *progress)
 {
+	struct vsrv_busy *b = c->busy;
 	ssize_t res;
 	enum vrt_poll p;
 	bool fresh = c->tx == VSRV_TX_IDLE;
@@ -526,12 +616,12 @@ static enum vrt_poll conn_send(struct vsrv_conn *c, int64_t now, bool *progress)
 		/* The clock now, not the poll's start: the requests of this
 		 * batch may have been parsed after it, and a response would
 		 * then seem to take no time at all (or less than none). */
-		c->tx_since = c->tx_mark = vb_now_ns();
-		c->tx_acked = VSRV_ACKED_UNSEEN;
-		if (vb_unlikely(c->trace_seq))
+		b->tx_since = b->tx_mark = vb_now_ns();
+		b->tx_acked = VSRV_ACKED_UNSEEN;
+		if (vb_unlikely(b->trace_seq))
 			vsrv__trace_send(c);
 	}
-	p = vio_conn_sendv(&c->io, c->out->iov, c->out->niov, &res);
+	p = vio_conn_sendv(&c->io, b->out->iov, b->out->niov, &res);
 	if (p == VRT_PENDING) {
 		if (fresh)
 			vsrv__tx_to(c, VSRV_TX_SENDING);
@@ -544,7 +634,7 @@ static enum vrt_poll conn_send(struct vsrv_conn *c, int64_t now, bool *progress)
 	 * the peer's window is full, and we may only notice at the next
 	 * request. */
 	if (fresh || c->tx == VSRV_TX_QUIET)
-		now = c->tx_since;
+		now = b->tx_since;
 	vsrv__tx_to(c, VSRV_TX_IDLE);
 	*progress = true;
 	if (res < 0) {
@@ -575,7 +665,7 @@ static bool tx_may_quiet(const struct vsrv_conn *c)
 	default:
 		return false;
 	}
-	return c->end == VSRV_END_OPEN && !c->out->close_after && c->collect_seq == c->next_seq &&
+	return c->end == VSRV_END_OPEN && !c->busy->out->close_after && c->busy->collect_seq == c->next_seq &&
 	       vsrv__in_flight(c) < c->srv->cfg.max_pipeline && !vsrv__draining(c->srv);
 }
 
@@ -621,7 +711,7 @@ static enum vrt_poll step_pending(struct vsrv_conn *c, bool *progress)
 {
 	enum vch_status st;
 
-	if (!c->pending || c->end >= VSRV_END_ABORTED)
+	if (!c->busy || !c->busy->pending || c->end >= VSRV_END_ABORTED)
 		return VRT_READY;
 	st = vsrv__request_retry(c);
 	if (st == VCH_YIELD)
@@ -630,44 +720,46 @@ static enum vrt_poll step_pending(struct vsrv_conn *c, bool *progress)
 		return VRT_READY;
 	*progress = true;
 	if (c->rx == VSRV_RX_JOBS_WAIT)
-		vsrv__rx_to(c, c->parser ? VSRV_RX_PARSE : VSRV_RX_READ);
+		vsrv__rx_to(c, c->busy->parser ? VSRV_RX_PARSE : VSRV_RX_READ);
 	return VRT_READY;
 }
 
 /* The receive under way, if any. */
 static enum vrt_poll step_recv(struct vsrv_conn *c, bool *progress)
 {
-	return c->recv_buf && c->end < VSRV_END_ABORTED ? conn_recv(c, progress) : VRT_READY;
+	return conn_receiving(c) && c->end < VSRV_END_ABORTED ? conn_recv(c, progress) : VRT_READY;
 }
 
 /* A body's growth and its end, against the budget (wait reserves in
  * budget_blocks). */
 static void step_budget(struct vsrv_conn *c)
 {
-	if (c->rx_held || (c->srv->cfg.on_full != VSRV_ON_FULL_WAIT && c->parser &&
-			   vhttp_parser_body_held(c->parser)))
+	struct vsrv_busy *b = c->busy;
+
+	if (b && (b->rx_held || (c->srv->cfg.on_full != VSRV_ON_FULL_WAIT && b->parser &&
+				 vhttp_parser_body_held(b->parser))))
 		conn_sync_held(c);
 }
 
 /* Collect the answers next in order into the batch and send it. */
 static enum vrt_poll step_output(struct vsrv_conn *c, int64_t now, bool *progress)
 {
-	if (c->tx != VSRV_TX_IDLE || c->end >= VSRV_END_ABORTED)
-		return VRT_READY;
+	if (!c->busy || c->tx != VSRV_TX_IDLE || c->end >= VSRV_END_ABORTED)
+		return VRT_READY; /* idle: nothing to answer */
 	if (vsrv__batch_collect(c)) {
 		vsrv__rx_to(c, VSRV_RX_PARSE); /* the 100 Continue went in: on with the body */
 		*progress = true;
 	}
-	if (!c->parser && c->slots)
+	if (!c->busy->parser)
 		conn_give_back(c); /* the last job collected */
-	return c->out && c->out->niov ? conn_send(c, now, progress) : VRT_READY;
+	return c->busy && c->busy->out && c->busy->out->niov ? conn_send(c, now, progress) : VRT_READY;
 }
 
 /* Start a receive when the machines want one; over the budget, wait for
  * it (the timer looks again). */
 static enum vrt_poll step_read(struct vsrv_conn *c, bool *progress)
 {
-	if (c->recv_buf || !may_read(c))
+	if (conn_receiving(c) || !may_read(c))
 		return VRT_READY;
 	if (c->end == VSRV_END_OPEN) {
 		vsrv__rx_to(c, budget_blocks(c) ? VSRV_RX_BUDGET_WAIT : VSRV_RX_READ);
@@ -677,16 +769,20 @@ static enum vrt_poll step_read(struct vsrv_conn *c, bool *progress)
 	return conn_recv(c, progress);
 }
 
-/* Nothing more to do now: give idle buffers back, probe for a reset while
- * not reading with requests in flight, arm the timer. */
+/* Nothing more to do now: give idle buffers (and, idle, the busy block)
+ * back, probe for a reset while not reading with requests in flight, arm
+ * the timer. */
 static void step_before_wait(struct vsrv_conn *c, int64_t now)
 {
-	if (c->out || c->slots)
-		conn_give_back(c);
-	if (c->recv_buf || c->end >= VSRV_END_LINGER || c->rx == VSRV_RX_EOF || !vsrv__in_flight(c))
-		c->probe_at = 0;
-	else if (!c->probe_at)
-		c->probe_at = now + VSRV_PROBE_NS;
+	struct vsrv_busy *b;
+
+	conn_give_back(c);
+	if (!(b = c->busy))
+		; /* idle: nothing in flight to probe for */
+	else if (conn_receiving(c) || c->end >= VSRV_END_LINGER || c->rx == VSRV_RX_EOF || !vsrv__in_flight(c))
+		b->probe_at = 0;
+	else if (!b->probe_at)
+		b->probe_at = now + VSRV_PROBE_NS;
 	vsrv__conn_arm(c, now);
 }
 
@@ -726,30 +822,36 @@ static void conn_drop(struct vrt_task *t)
 {
 	struct vsrv_conn *c = vb_container_of(t, struct vsrv_conn, task);
 	struct vsrv *srv = c->srv;
+	struct vsrv_busy *b = c->busy;
 
-	/* Jobs writers deposited after the task ended. */
-	for (uint32_t i = 0; c->slots && i <= c->slot_mask; i++) {
-		/* Relaxed: the runtime's last-reference release/acquire orders
-		 * every writer's [S1] before this. */
-		struct vsrv_job *job = atomic_load_explicit(&c->slots[i], memory_order_relaxed);
+	for (uint32_t i = 0; b && i <= srv->slot_mask; i++) {
+		/* Jobs writers deposited after the task ended. Relaxed: the
+		 * runtime's last-reference release/acquire orders every
+		 * writer's [S1] before this. */
+		struct vsrv_job *job = atomic_load_explicit(&b->slots[i], memory_order_relaxed);
 		if (job) {
 			VSRV_INC(srv, results_dropped);
 			vsrv__job_free(srv, job);
 			/* Relaxed: nobody else holds the connection now. */
-			atomic_store_explicit(&c->slots[i], NULL, memory_order_relaxed);
+			atomic_store_explicit(&b->slots[i], NULL, memory_order_relaxed);
 		}
 	}
-	/* The buffers go back as spares, empty, for the next connection. */
-	if (c->out) {
-		vsrv__batch_free_jobs(srv, c->out);
-		vsrv__spare_put(srv, VSRV_SPARE_BATCH, c->out);
+	/* The buffers go back as spares, empty, for the next connection (no
+	 * operation can touch the send op or the batch any more). */
+	if (b) {
+		if (b->out) {
+			vsrv__batch_free_jobs(srv, b->out);
+			vsrv__spare_put(srv, VSRV_SPARE_BATCH, b->out);
+			b->out = NULL;
+		}
+		if (b->parser) {
+			vsrv__parser_put(srv, b->parser);
+			b->parser = NULL;
+		}
+		vsrv__access_forget(srv, b);
+		b->trace_seq = 0;
+		vsrv__spare_put(srv, VSRV_SPARE_BUSY, b);
 	}
-	if (c->parser)
-		vsrv__parser_put(srv, c->parser);
-	if (c->slots)
-		vsrv__spare_put(srv, VSRV_SPARE_SLOTS, (void *)c->slots);
-	free(c->alog);
-	free(c->trace);
 	vsrv__conn_dealloc(srv, c);
 	/* Relaxed: vsrv_stop polls it; the memory above is already free. */
 	VB_LINE_WRITE(srv_conns);
@@ -761,29 +863,22 @@ const struct vrt_task_vtable vsrv__conn_vt = { .poll = conn_poll, .drop = conn_d
 int vsrv__conn_new(struct vsrv *srv, int fd, struct vsrv_conn **out)
 {
 	struct vsrv_conn *c;
-	uint32_t nslots = 1;
 	int rc;
 
-	/* One spare slot: a late answer (408) never shares a slot. */
-	while (nslots < srv->cfg.max_pipeline + 1)
-		nslots <<= 1;
 	c = vsrv__conn_alloc(srv);
 	if (!c) {
 		rc = -ENOMEM;
 		goto fail;
 	}
-	/* No parser and no slots yet: taken when bytes arrive. */
-	c->slot_mask = nslots - 1;
+	/* No busy block, no parser yet: taken when bytes arrive. */
 	c->srv = srv;
 	vrt_task_init(&c->task, &vsrv__conn_vt);
 	vio_conn_init(&c->io, fd);
-	vio_conn_tx_lend(&c->io, &c->io_tx);
-	vch_waiter_init(&c->pending_waiter);
 	vio_timer_init(&c->tmr);
 	atomic_init(&c->dead, false);
 	c->phase = VHTTP_PHASE_IDLE;
 	c->rx = VSRV_RX_READ; /* nothing to parse before the first read */
-	c->phase_since = c->idle_since = vb_now_ns();
+	c->idle_since = vb_now_ns();
 	/* Relaxed: a count for vsrv_stop; see conn_drop. */
 	VB_LINE_WRITE(srv_conns);
 	atomic_fetch_add_explicit(&srv->conns_alive, 1, memory_order_relaxed);

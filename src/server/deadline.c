@@ -20,23 +20,26 @@
 /* The read deadline while waiting for input (0: none). */
 static int64_t read_deadline(const struct vsrv_conn *c)
 {
+	const struct vsrv_busy *b = c->busy;
+
 	if (c->end == VSRV_END_LINGER)
-		return c->linger_until;
-	if (!c->recv_buf || c->rx != VSRV_RX_READ || c->end != VSRV_END_OPEN)
+		return b->linger_until;
+	if (!(c->recv_lent || (b && b->recv_buf)) || c->rx != VSRV_RX_READ || c->end != VSRV_END_OPEN)
 		return 0;
 	switch (c->phase) {
-	case VHTTP_PHASE_HEAD:
-		return c->phase_since + vsrv__ms(vsrv__live(c->srv, header_timeout_ms));
+	case VHTTP_PHASE_HEAD: /* a request under way: there is a parser */
+		return b->phase_since + vsrv__ms(vsrv__live(c->srv, header_timeout_ms));
 	case VHTTP_PHASE_BODY:
-		return c->phase_since + vsrv__ms(vsrv__live(c->srv, body_timeout_ms));
+		return b->phase_since + vsrv__ms(vsrv__live(c->srv, body_timeout_ms));
 	case VHTTP_PHASE_IDLE:
-		if (vsrv__in_flight(c) || c->pending)
+		if (vsrv__in_flight(c) || (b && b->pending))
 			return 0; /* the client waits for us */
-		/* Before the first answer the header timeout bounds the wait;
+		/* Before the first answer the header timeout bounds the wait
+		 * (nothing in flight: every request parsed was answered);
 		 * draining, VSRV_DRAIN_FIRST_MS (drain_keeps_reading). */
 		if (vsrv__draining(c->srv))
 			return c->idle_since + vsrv__ms(VSRV_DRAIN_FIRST_MS);
-		return c->idle_since + vsrv__ms(c->sent_seq ? vsrv__live(c->srv, idle_timeout_ms) :
+		return c->idle_since + vsrv__ms(c->next_seq ? vsrv__live(c->srv, idle_timeout_ms) :
 							   vsrv__live(c->srv, header_timeout_ms));
 	default:
 		return 0;
@@ -45,7 +48,7 @@ static int64_t read_deadline(const struct vsrv_conn *c)
 
 static int64_t send_deadline(const struct vsrv_conn *c)
 {
-	return c->tx != VSRV_TX_IDLE ? c->tx_mark + vsrv__ms(vsrv__live(c->srv, send_timeout_ms)) : 0;
+	return c->tx != VSRV_TX_IDLE ? c->busy->tx_mark + vsrv__ms(vsrv__live(c->srv, send_timeout_ms)) : 0;
 }
 
 /*
@@ -58,16 +61,17 @@ static int64_t send_deadline(const struct vsrv_conn *c)
  */
 static bool send_progressed(struct vsrv_conn *c, int64_t now)
 {
+	struct vsrv_busy *b = c->busy;
 	struct tcp_info ti;
 	socklen_t len = sizeof(ti);
 
 	if (getsockopt(c->io.fd, IPPROTO_TCP, TCP_INFO, &ti, &len) < 0 ||
 	    len < offsetof(struct tcp_info, tcpi_bytes_acked) + sizeof(ti.tcpi_bytes_acked))
 		return false;
-	if (c->tx_acked != VSRV_ACKED_UNSEEN && ti.tcpi_bytes_acked == c->tx_acked)
+	if (b->tx_acked != VSRV_ACKED_UNSEEN && ti.tcpi_bytes_acked == b->tx_acked)
 		return false;
-	c->tx_acked = ti.tcpi_bytes_acked;
-	c->tx_mark = now;
+	b->tx_acked = ti.tcpi_bytes_acked;
+	b->tx_mark = now;
 	return true;
 }
 
@@ -76,7 +80,7 @@ static bool send_progressed(struct vsrv_conn *c, int64_t now)
  * back; a busy one sees this at most once per VSRV_QUIET_NS (lazy arming). */
 static int64_t quiet_deadline(const struct vsrv_conn *c)
 {
-	return c->tx == VSRV_TX_QUIET ? c->tx_since + VSRV_QUIET_NS : 0;
+	return c->tx == VSRV_TX_QUIET ? c->busy->tx_since + VSRV_QUIET_NS : 0;
 }
 
 /* TCP_CLOSE of include/net/tcp_states.h (not in the uapi headers): the
@@ -116,8 +120,8 @@ bool vsrv__conn_timeouts(struct vsrv_conn *c, int64_t now)
 		vsrv__tx_to(c, VSRV_TX_OVERDUE);
 		return true;
 	}
-	if (c->probe_at && now >= c->probe_at) {
-		c->probe_at = now + VSRV_PROBE_NS;
+	if (c->busy && c->busy->probe_at && now >= c->busy->probe_at) {
+		c->busy->probe_at = now + VSRV_PROBE_NS;
 		if (peer_reset(c)) {
 			VSRV_INC(srv, client_resets);
 			vsrv__conn_abort(c, "reset by peer (seen while not reading)");
@@ -163,7 +167,8 @@ void vsrv__conn_arm(struct vsrv_conn *c, int64_t now)
 
 	if (c->rx == VSRV_RX_BUDGET_WAIT)
 		want = dl_min(want, now + VSRV_BUDGET_RECHECK_NS);
-	want = dl_min(want, c->probe_at);
+	if (c->busy)
+		want = dl_min(want, c->busy->probe_at);
 
 	if (!want)
 		return;

@@ -11,8 +11,8 @@
  *   The writer gives the job's reference up when it deposits the job in the
  *   connection's reorder slot: from then on the slot owns the job and the
  *   connection frees it (sent, swept at close, or swept by drop()).
- *   drop() (last reference) frees the parser, the slots and what is left
- *   in them, and the memory.
+ *   drop() (last reference) gives back the busy block (the parser, the
+ *   slots and what is left in them) and frees the memory.
  * - Acceptor, exec and writer tasks are owned by the server, which keeps
  *   their handle reference until vsrv_free.
  * - The server outlives all of them: vsrv_free runs after the runtime has
@@ -68,7 +68,7 @@ enum vsrv_counter {
  * back, and the jobs. A worker keeps up to VSRV_STASH of a kind, a depot
  * shared by the workers evens them out (mutex, taken once per half a
  * stash), up to VSRV_DEPOT. */
-enum vsrv_spare { VSRV_SPARE_PARSER, VSRV_SPARE_SLOTS, VSRV_SPARE_BATCH, VSRV_SPARE_JOB,
+enum vsrv_spare { VSRV_SPARE_PARSER, VSRV_SPARE_BUSY, VSRV_SPARE_BATCH, VSRV_SPARE_JOB,
 		  VSRV_SPARE_REQ, VSRV_SPARE_COUNT };
 #define VSRV_STASH 16
 #define VSRV_DEPOT 256
@@ -85,8 +85,9 @@ struct vsrv_depot {
  * request, or by the timer this long after it started, so that an idle
  * connection gives its batch back. */
 #define VSRV_QUIET_NS (500 * VB_NS_PER_MS)
-/* The receive buffer of a connection without a parser (idle): a request
- * that fits arrives in one read; the parser is taken when it does. */
+/* What a read lends while the connection has no parser (on the task's
+ * stack: vio_conn_recv_lent): a request that fits arrives in one read; the
+ * parser is taken when it does. */
 #define VSRV_IDLE_BUF 256
 
 /*
@@ -276,68 +277,80 @@ enum vsrv_end {
 /* tx_acked before the first look at the socket's progress of a batch. */
 #define VSRV_ACKED_UNSEEN UINT64_MAX
 
+/*
+ * What a connection holds only while it has work: a spare (pool.c), taken
+ * when bytes arrive after idle (or for the close, whose operation is the
+ * send's), given back when it is idle again (conn_give_back): no request
+ * in flight, no send under way, no parser, no job waiting, still open. An
+ * idle keep-alive connection thus holds its task, its socket and its timer,
+ * and none of this. Task-private but for the slots (and the trace record,
+ * stamped through job->conn by exec and writers while a job is theirs: the
+ * block stays while any request is in flight).
+ */
+struct vsrv_busy {
+	struct vio_op tx;              /* io's send operation, lent to c->io while held */
+	/* taken when bytes arrive, given back when idle (NULL: none; a read
+	 * then lends a buffer for the call only: vio_conn_recv_lent) */
+	struct vhttp_parser *parser;
+	struct vsrv_batch *out;        /* taken for a response, given back when idle */
+	struct vsrv_job *pending;      /* waiting for room in `jobs` (it goes even after DONE) */
+	struct vch_waiter pending_waiter; /* pending's wait for room (`jobs`, or the blocking queue) */
+	uint64_t collect_seq;  /* next response to put in the batch */
+	uint64_t sent_seq;     /* responses fully sent */
+	int64_t phase_since;   /* when c->phase last changed */
+	int64_t tx_since;      /* the batch send started */
+	int64_t tx_mark;       /* its last progress seen (send_timeout_ms) */
+	uint64_t tx_acked;     /* TCP bytes acknowledged at tx_mark (VSRV_ACKED_UNSEEN) */
+	int64_t linger_until;
+	size_t linger_bytes;
+	void *recv_buf;        /* where the receive into the parser writes (NULL: none under way) */
+	size_t recv_room;      /* its room */
+	size_t rx_held;        /* the parser's body bytes charged to srv->inflight */
+	int64_t probe_at;      /* next look for a peer reset while not reading (0: none) */
+	const char *close_reason; /* for the log, when requests are dropped */
+	/* The access log's request lines, by seq & slot_mask: allocated the
+	 * first time a request arrives with log.access on, kept with the
+	 * block; freed with it (pool.c). */
+	struct vsrv_access *alog;
+	/* Request tracing (trace.c): the record of the one sampled request
+	 * in flight (allocated at the first, kept with the block) and its
+	 * sequence number + 1 (0: none in flight). */
+	struct vsrv_trace *trace;
+	uint64_t trace_seq;
+	/* Reorder slots: slots[seq & srv->slot_mask]. A writer (any thread)
+	 * stores a finished job; the task exchanges it out. The per-connection
+	 * atomics (these, dead, the task state) share lines on purpose:
+	 * padding would multiply every connection's memory, and they are
+	 * written at most a few times per request. */
+	_Atomic(struct vsrv_job *) slots[];
+};
+
 struct vsrv_conn {
 	struct vrt_task task;          /* refs: runtime + jobs in flight */
 	struct vio_conn io;            /* task-private */
-	struct vio_op io_tx;           /* io's send operation, lent to it for good */
 	struct vsrv *srv;
-	/* task-private: taken when bytes arrive, given back when idle (NULL:
-	 * none; the next read goes to idle_buf); freed by drop */
-	struct vhttp_parser *parser;
+	/* While it has work (NULL when idle): taken and given back by the
+	 * task; stable while any request is in flight. */
+	struct vsrv_busy *busy;
 
 	/* registry (srv->reg_mu) */
 	struct vsrv_conn *reg_prev, *reg_next;
 	bool registered;
 
 	/* Set once by the task when it stops; writers and exec tasks read it
-	 * to skip work for a connection that is gone. The per-connection
-	 * atomics (this, the slots, the task state) share lines on purpose:
-	 * padding would multiply the memory of every idle connection, and
-	 * they are written at most a few times per request. */
+	 * to skip work for a connection that is gone. */
 	_Atomic bool dead;
 
-	/* Reorder slots: slot[seq & slot_mask]. A writer (any thread) stores
-	 * a finished job; the task exchanges it out. Taken with the parser,
-	 * given back when every request parsed has been collected (no job of
-	 * the connection is anywhere else then); NULL meanwhile. */
-	_Atomic(struct vsrv_job *) *slots;
-	uint32_t slot_mask;
-
 	/* task-private from here */
-	enum vsrv_rx rx;
-	enum vsrv_tx tx;
-	enum vsrv_end end;
+	enum vsrv_rx rx : 8;
+	enum vsrv_tx tx : 8;
+	enum vsrv_end end : 8;
+	enum vhttp_phase phase : 8;  /* the parser's, as last seen (IDLE without one) */
+	bool recv_lent;        /* a receive into no buffer of ours is under way (vio_conn_recv_lent) */
 	uint64_t next_seq;     /* number of the next request parsed */
-	uint64_t collect_seq;  /* next response to put in the batch */
-	uint64_t sent_seq;     /* responses fully sent */
-	struct vsrv_job *pending;      /* waiting for room in `jobs` (it goes even after DONE) */
-	struct vch_waiter pending_waiter; /* pending's wait for room (`jobs`, or the blocking queue) */
-	enum vhttp_phase phase;
-	int64_t phase_since;   /* when phase last changed */
 	int64_t idle_since;    /* nothing in flight, nothing buffered, since */
-	int64_t tx_since;      /* the batch send started */
-	int64_t tx_mark;       /* its last progress seen (send_timeout_ms) */
-	uint64_t tx_acked;     /* TCP bytes acknowledged at tx_mark (VSRV_ACKED_UNSEEN) */
-	int64_t linger_until;
-	size_t linger_bytes;
-	void *recv_buf;        /* where the receive under way writes (NULL: none under way) */
-	size_t recv_room;      /* its room */
 	int64_t tmr_at;        /* what tmr is armed for (0: not armed) */
-	size_t rx_held;        /* the parser's body bytes charged to srv->inflight */
-	int64_t probe_at;      /* next look for a peer reset while not reading (0: none) */
 	struct vio_timer tmr;  /* header/body/idle/send/linger deadlines, lazily armed */
-	const char *close_reason; /* for the log, when requests are dropped */
-	struct vsrv_batch *out; /* taken for a response, given back when idle */
-	/* The access log's request lines, by seq & slot_mask: allocated the
-	 * first time a request arrives with log.access on; freed by drop. */
-	struct vsrv_access *alog;
-	/* Request tracing (trace.c): the record of the one sampled request
-	 * in flight (allocated at the first, freed by drop; exec and writers
-	 * stamp it through job->conn while job->to.traced says so) and its
-	 * sequence number + 1 (0: none in flight). */
-	struct vsrv_trace *trace;
-	uint64_t trace_seq;
-	char idle_buf[VSRV_IDLE_BUF]; /* reads while there is no parser (idle; lingering) */
 };
 
 /* ----------------------------------------------------------- the server */
@@ -448,6 +461,7 @@ struct vsrv {
 	struct vio *io;
 	struct vhttp_limits limits;
 	struct vjob_config jcfg;
+	uint32_t slot_mask;        /* a connection's reorder slots, less one (pool.c) */
 	unsigned nworkers;
 	unsigned n_kinds;          /* statistics rows: routes + vjob kinds + "other" */
 	unsigned kind_other;
@@ -603,12 +617,13 @@ void vsrv__conn_dealloc(struct vsrv *srv, struct vsrv_conn *c);
 
 /* Spares (pool.c): on a worker its stash first (then the depot, then
  * malloc); elsewhere plain malloc and free. A spare is given back empty
- * (a parser is reset, slots are all NULL). */
+ * (a parser is reset; a busy block holds no parser, batch, pending job or
+ * trace in flight, and its slots are all NULL). */
 void *vsrv__spare_get(struct vsrv *srv, enum vsrv_spare k);  /* NULL: none kept */
 void vsrv__spare_put(struct vsrv *srv, enum vsrv_spare k, void *p);
 struct vhttp_parser *vsrv__parser_get(struct vsrv *srv);   /* NULL: no memory */
 void vsrv__parser_put(struct vsrv *srv, struct vhttp_parser *p);
-void *vsrv__slots_get(struct vsrv *srv, size_t n);          /* zeroed; NULL: no memory */
+struct vsrv_busy *vsrv__busy_get(struct vsrv *srv);         /* empty (above); NULL: no memory */
 struct vsrv_batch *vsrv__batch_alloc(struct vsrv *srv);     /* NULL: no memory */
 struct vsrv_job *vsrv__job_alloc(struct vsrv *srv);         /* not zeroed; NULL: no memory */
 /* A request a job kept, done with: its memory is a spare when it has the
@@ -621,10 +636,11 @@ void *vsrv__req_alloc(void *ctx, size_t size);
 /* vsrv_free: free every spare (no worker runs). */
 void vsrv__cache_free(struct vsrv *srv);
 
-/* Requests of c not answered yet (task-private counters). */
+/* Requests of c not answered yet (task-private counters): an idle
+ * connection (no busy block) has none. */
 static inline uint64_t vsrv__in_flight(const struct vsrv_conn *c)
 {
-	return c->next_seq - c->sent_seq;
+	return c->busy ? c->next_seq - c->busy->sent_seq : 0;
 }
 
 static inline int64_t vsrv__ms(unsigned v)
@@ -694,12 +710,12 @@ static inline bool vsrv__trace_begin(struct vsrv_conn *c, const struct vhttp_req
 	return vsrv__trace_pick(c, req, seq, now);
 }
 /* Stamp point p of a traced job (parse stage, exec, writer: while it holds
- * its connection). */
+ * its connection, whose busy block stays while the job is in flight). */
 void vsrv__trace_mark(struct vsrv_trace *tr, enum vsrv_trace_point p);
 static inline void vsrv__trace_job(const struct vsrv_job *job, enum vsrv_trace_point p)
 {
 	if (vb_unlikely(job->to.traced))
-		vsrv__trace_mark(job->conn->trace, p);
+		vsrv__trace_mark(job->conn->busy->trace, p);
 }
 /* A slice of a traced job began at `start` and just ended (done: its
  * last). */
@@ -707,7 +723,7 @@ void vsrv__trace_slice(struct vsrv_trace *tr, int64_t start, bool done);
 static inline void vsrv__trace_job_slice(const struct vsrv_job *job, int64_t start, bool done)
 {
 	if (vb_unlikely(job->to.traced))
-		vsrv__trace_slice(job->conn->trace, start, done);
+		vsrv__trace_slice(job->conn->busy->trace, start, done);
 }
 /* The connection task (output.c): response seq went into the batch; the
  * batch's send starts; the batch went out (the record is finished). */
@@ -728,6 +744,9 @@ bool vsrv__batch_collect(struct vsrv_conn *c);
  * response will log (a no-op when off). */
 void vsrv__access_note(struct vsrv_conn *c, uint64_t seq, const char *method, const char *target,
 		       size_t target_len);
+/* The connection ended: the request lines noted in b (kept with it, a
+ * spare) are forgotten, so the next connection's answers never show them. */
+void vsrv__access_forget(struct vsrv *srv, struct vsrv_busy *b);
 /* The batch went out whole: count, free, advance sent_seq. True when an
  * answer in it said close (the caller ends the requests). */
 bool vsrv__batch_done(struct vsrv_conn *c, int64_t now);
@@ -766,6 +785,9 @@ extern const char *const vsrv__tx_name[VSRV_TX_N];
 extern const char *const vsrv__end_name[VSRV_END_N];
 /* The parser's phase (IDLE without a parser). */
 enum vhttp_phase vsrv__parser_phase(const struct vsrv_conn *c);
+/* Make sure c holds its busy block (and io its send operation): work
+ * arrived, or the close. false: no memory. */
+bool vsrv__conn_take_busy(struct vsrv_conn *c);
 /* A connection accepted just before the drain gets this long for its
  * first request (it was accepted, so the client is sending one). */
 #define VSRV_DRAIN_FIRST_MS 1000

@@ -24,26 +24,30 @@
 
 bool vsrv__batch_open(const struct vsrv_conn *c)
 {
-	return c->tx == VSRV_TX_IDLE && (!c->out || (c->out->n < VSRV_BATCH &&
-					   c->out->niov + 3 <= VB_ARRAY_SIZE(c->out->iov)));
+	const struct vsrv_batch *out = c->busy ? c->busy->out : NULL;
+
+	return c->tx == VSRV_TX_IDLE && (!out || (out->n < VSRV_BATCH &&
+					 out->niov + 3 <= VB_ARRAY_SIZE(out->iov)));
 }
 
 bool vsrv__batch_get(struct vsrv_conn *c)
 {
-	if (c->out)
+	struct vsrv_busy *b;
+
+	if (c->busy && c->busy->out)
 		return true;
-	if (!(c->out = vsrv__batch_alloc(c->srv))) {
+	if (!vsrv__conn_take_busy(c) || !((b = c->busy)->out = vsrv__batch_alloc(c->srv))) {
 		vsrv__conn_abort(c, "out of memory for a response");
 		return false;
 	}
-	vsrv__batch_reset(c->out);
+	vsrv__batch_reset(b->out);
 	return true;
 }
 
 /* Account n bytes just written at out.buf + buf_len. */
 static void batch_add_raw(struct vsrv_conn *c, size_t n)
 {
-	struct vsrv_batch *b = c->out;
+	struct vsrv_batch *b = c->busy->out;
 	char *at = b->buf + b->buf_len;
 
 	if (b->niov && (char *)b->iov[b->niov - 1].iov_base + b->iov[b->niov - 1].iov_len == at)
@@ -57,7 +61,7 @@ static void batch_add_raw(struct vsrv_conn *c, size_t n)
 static void batch_meta(struct vsrv_conn *c, struct vsrv_job *job, unsigned kind, int status,
 		       int64_t t0, bool close, size_t len)
 {
-	struct vsrv_batch *b = c->out;
+	struct vsrv_batch *b = c->busy->out;
 
 	b->len[b->n] = (uint32_t)(len < UINT32_MAX ? len : UINT32_MAX);
 	b->jobs[b->n] = job;
@@ -66,13 +70,13 @@ static void batch_meta(struct vsrv_conn *c, struct vsrv_job *job, unsigned kind,
 	b->t0[b->n] = t0;
 	b->n++;
 	b->close_after |= close;
-	if (vb_unlikely(c->trace_seq))
+	if (vb_unlikely(c->busy->trace_seq))
 		vsrv__trace_collected(c);
 }
 
 static void batch_add_job(struct vsrv_conn *c, struct vsrv_job *job)
 {
-	struct vsrv_batch *b = c->out;
+	struct vsrv_batch *b = c->busy->out;
 
 	b->iov[b->niov++] = (struct iovec){ .iov_base = job->head, .iov_len = job->head_len };
 	b->bytes += job->head_len;
@@ -119,12 +123,15 @@ struct vsrv_access {
 void vsrv__access_note(struct vsrv_conn *c, uint64_t seq, const char *method, const char *target,
 		       size_t target_len)
 {
+	struct vsrv_busy *b = c->busy;
+	uint32_t mask = c->srv->slot_mask;
+
 	/* Relaxed: a setting on its own (server.c's Ordering block). */
 	if (!atomic_load_explicit(&c->srv->live.access_log, memory_order_relaxed))
 		return;
-	if (!c->alog && !(c->alog = calloc((size_t)c->slot_mask + 1, sizeof(*c->alog))))
+	if (!b->alog && !(b->alog = calloc((size_t)mask + 1, sizeof(*b->alog))))
 		return; /* no memory: the line says "-" */
-	struct vsrv_access *a = &c->alog[seq & c->slot_mask];
+	struct vsrv_access *a = &b->alog[seq & mask];
 	snprintf(a->method, sizeof(a->method), "%s", method);
 	snprintf(a->target, sizeof(a->target), "%.*s", (int)target_len, target);
 }
@@ -135,10 +142,11 @@ void vsrv__access_note(struct vsrv_conn *c, uint64_t seq, const char *method, co
  * log.access was on) says "-" for method and target. */
 static void access_log(struct vsrv_conn *c, const struct vsrv_batch *b, int64_t now)
 {
+	struct vsrv_access *alog = c->busy->alog;
 	int worker = vrt_worker_id();
 
 	for (unsigned i = 0; i < b->n; i++) {
-		struct vsrv_access *a = c->alog ? &c->alog[(c->sent_seq + i) & c->slot_mask] : NULL;
+		struct vsrv_access *a = alog ? &alog[(c->busy->sent_seq + i) & c->srv->slot_mask] : NULL;
 		vb_info("access: %s %s %d %u bytes %.3f ms worker %d", a && *a->method ? a->method : "-",
 			a && *a->method ? a->target : "-", (int)b->status[i], (unsigned)b->len[i],
 			(double)(now - b->t0[i]) / 1e6, worker);
@@ -147,14 +155,20 @@ static void access_log(struct vsrv_conn *c, const struct vsrv_batch *b, int64_t 
 	}
 }
 
+void vsrv__access_forget(struct vsrv *srv, struct vsrv_busy *b)
+{
+	if (b->alog)
+		memset(b->alog, 0, ((size_t)srv->slot_mask + 1) * sizeof(*b->alog));
+}
+
 /* The batch went out whole. */
 bool vsrv__batch_done(struct vsrv_conn *c, int64_t now)
 {
 	struct vsrv *srv = c->srv;
-	struct vsrv_batch *b = c->out;
+	struct vsrv_batch *b = c->busy->out;
 	bool close_after;
 
-	if (vb_unlikely(c->trace_seq))
+	if (vb_unlikely(c->busy->trace_seq))
 		vsrv__trace_sent(c); /* before sent_seq moves */
 	for (unsigned i = 0; i < b->n; i++)
 		vsrv__count_response(srv, b->kind[i], b->status[i], b->t0[i], now);
@@ -165,7 +179,7 @@ bool vsrv__batch_done(struct vsrv_conn *c, int64_t now)
 	if (b->continues)
 		VSRV_ADD(srv, continues, b->continues);
 	VSRV_ADD(srv, bytes_out, b->bytes);
-	c->sent_seq += b->n;
+	c->busy->sent_seq += b->n;
 	close_after = b->close_after;
 	vsrv__batch_reset(b);
 	if (vsrv__in_flight(c) == 0)
@@ -178,8 +192,10 @@ bool vsrv__batch_done(struct vsrv_conn *c, int64_t now)
  * is in. True when the 100 Continue went in (parsing may go on). */
 bool vsrv__batch_collect(struct vsrv_conn *c)
 {
-	while (c->collect_seq < c->next_seq && vsrv__batch_open(c)) {
-		_Atomic(struct vsrv_job *) *slot = &c->slots[c->collect_seq & c->slot_mask];
+	struct vsrv_busy *bz = c->busy;
+
+	while (bz->collect_seq < c->next_seq && vsrv__batch_open(c)) {
+		_Atomic(struct vsrv_job *) *slot = &bz->slots[bz->collect_seq & c->srv->slot_mask];
 		/* [S2] acquire: pairs with [S1] in vsrv__job_deposit. */
 		struct vsrv_job *job = atomic_load_explicit(slot, memory_order_acquire);
 
@@ -188,13 +204,13 @@ bool vsrv__batch_collect(struct vsrv_conn *c)
 		/* Relaxed: see the Ordering block. */
 		atomic_store_explicit(slot, NULL, memory_order_relaxed);
 		batch_add_job(c, job);
-		c->collect_seq++;
+		bz->collect_seq++;
 	}
-	if (c->rx == VSRV_RX_CONTINUE && c->collect_seq == c->next_seq && vsrv__batch_open(c) &&
-	    vsrv__batch_get(c) && VSRV_OBUF - c->out->buf_len >= VHTTP_RESPONSE_100_LEN) {
-		memcpy(c->out->buf + c->out->buf_len, VHTTP_RESPONSE_100, VHTTP_RESPONSE_100_LEN);
+	if (c->rx == VSRV_RX_CONTINUE && bz->collect_seq == c->next_seq && vsrv__batch_open(c) &&
+	    vsrv__batch_get(c) && VSRV_OBUF - bz->out->buf_len >= VHTTP_RESPONSE_100_LEN) {
+		memcpy(bz->out->buf + bz->out->buf_len, VHTTP_RESPONSE_100, VHTTP_RESPONSE_100_LEN);
 		batch_add_raw(c, VHTTP_RESPONSE_100_LEN);
-		c->out->continues++;
+		bz->out->continues++;
 		return true;
 	}
 	return false;
@@ -226,9 +242,9 @@ static void respond_encoded(struct vsrv_conn *c, struct vsrv_job *job)
 	struct vsrv *srv = c->srv;
 	size_t n = job->head_len + job->xhdrs_len + job->body_len;
 
-	if (job->to.seq == c->collect_seq && vsrv__batch_open(c) && vsrv__batch_get(c) &&
-	    VSRV_OBUF - c->out->buf_len >= n) {
-		char *dst = c->out->buf + c->out->buf_len;
+	if (job->to.seq == c->busy->collect_seq && vsrv__batch_open(c) && vsrv__batch_get(c) &&
+	    VSRV_OBUF - c->busy->out->buf_len >= n) {
+		char *dst = c->busy->out->buf + c->busy->out->buf_len;
 
 		memcpy(dst, job->head, job->head_len);
 		if (job->xhdrs_len)
@@ -237,14 +253,14 @@ static void respond_encoded(struct vsrv_conn *c, struct vsrv_job *job)
 			memcpy(dst + job->head_len + job->xhdrs_len, job->body, job->body_len);
 		batch_add_raw(c, n);
 		batch_meta(c, NULL, job->to.kind, job->status, job->to.t0, job->to.close, n);
-		c->collect_seq++;
+		c->busy->collect_seq++;
 		vsrv__job_free(srv, job);
 		return;
 	}
 	/* A job the slot owns: no connection reference (we are the task). */
 	vsrv__job_stage(srv, job, VSRV_J_SEND);
 	/* Relaxed: the task stores into its own slot (conn.c's Ordering block). */
-	atomic_store_explicit(&c->slots[job->to.seq & c->slot_mask], job, memory_order_relaxed);
+	atomic_store_explicit(&c->busy->slots[job->to.seq & srv->slot_mask], job, memory_order_relaxed);
 }
 
 /*
@@ -260,9 +276,14 @@ static void respond(struct vsrv_conn *c, const struct vsrv_reply_to *to, struct 
 	struct vsrv_job *job;
 	int n;
 
-	if (to->seq == c->collect_seq && vsrv__batch_open(c) && vsrv__batch_get(c)) {
-		char *dst = c->out->buf + c->out->buf_len;
-		size_t room = VSRV_OBUF - c->out->buf_len;
+	/* An answer is work: the busy block holds its place in order. */
+	if (!vsrv__conn_take_busy(c)) {
+		vsrv__conn_abort(c, "out of memory for a response");
+		return;
+	}
+	if (to->seq == c->busy->collect_seq && vsrv__batch_open(c) && vsrv__batch_get(c)) {
+		char *dst = c->busy->out->buf + c->busy->out->buf_len;
+		size_t room = VSRV_OBUF - c->busy->out->buf_len;
 
 		n = vhttp_response_text(r, text, dst, room);
 		if (n >= 0 && to->head_only)
@@ -270,7 +291,7 @@ static void respond(struct vsrv_conn *c, const struct vsrv_reply_to *to, struct 
 		if (n >= 0) {
 			batch_add_raw(c, (size_t)n);
 			batch_meta(c, NULL, to->kind, r->status, to->t0, r->close, (size_t)n);
-			c->collect_seq++;
+			c->busy->collect_seq++;
 			return;
 		}
 	}

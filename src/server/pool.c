@@ -4,17 +4,19 @@
  * the system. (The blocking pool, threads for blocking kinds, is blocking.c.)
  *  - Connection objects come from a pool of mmap'd chunks (VSRV_POOL_CHUNK
  *    objects each), not from malloc: the buffers connections take while
- *    busy (parser, slots, batch: see conn.c) and give back when idle are
+ *    busy (busy block, parser, batch: see conn.c) and give back when idle are
  *    then not wedged between long-lived connection objects, so the pages
  *    they free are whole pages. The pool keeps its chunks (bounded by the
  *    peak of max_connections) until vsrv_free.
  *  - Bodies of 64 KiB and more are mmap'd by malloc, so freeing one
  *    returns it to the system: the process's malloc policy (a fixed
  *    M_MMAP_THRESHOLD) is the daemon's (src/voltd/malloc_policy.c, vd_mem_policy).
- *  - Spares: parsers, reorder-slot arrays and send batches that idle
- *    connections give back, and the jobs (struct vsrv_job with its vjob
- *    inside; a parser keeps its last request's memory) wait in per-worker
- *    stashes for the next request on that worker: a request on the hot path
+ *  - Spares: busy blocks (a connection's send operation, reorder slots and
+ *    the rest of its state while it has work: struct vsrv_busy), parsers
+ *    and send batches that idle connections give back, and the jobs
+ *    (struct vsrv_job with its vjob inside; a parser keeps its last
+ *    request's memory) wait in per-worker stashes for the next request on
+ *    that worker: a request on the hot path
  *    allocates nothing once the stashes are warm. A stash is used only by
  *    its own worker's thread, so what another worker frees goes to that
  *    worker's stash; a worker that frees more than it takes (connections
@@ -43,6 +45,13 @@
 
 void vsrv__mem_init(struct vsrv *srv)
 {
+	uint32_t nslots = 1;
+
+	/* A connection's reorder slots (in its busy block): one spare, so a
+	 * late answer (408) never shares a slot. */
+	while (nslots < srv->cfg.max_pipeline + 1)
+		nslots <<= 1;
+	srv->slot_mask = nslots - 1;
 	pthread_mutex_init(&srv->pool_mu, NULL);
 	for (unsigned k = 0; k < VSRV_SPARE_COUNT; k++)
 		pthread_mutex_init(&srv->depot[k].mu, NULL);
@@ -102,7 +111,7 @@ static const struct {
 	unsigned keep, depot;
 } limits[VSRV_SPARE_COUNT] = {
 	[VSRV_SPARE_PARSER] = { 4, 16 },
-	[VSRV_SPARE_SLOTS] = { VSRV_STASH, VSRV_DEPOT },
+	[VSRV_SPARE_BUSY] = { VSRV_STASH, VSRV_DEPOT },
 	[VSRV_SPARE_BATCH] = { VSRV_STASH, 128 },
 	[VSRV_SPARE_JOB] = { VSRV_STASH, VSRV_DEPOT },
 	[VSRV_SPARE_REQ] = { VSRV_STASH, VSRV_DEPOT },
@@ -110,10 +119,21 @@ static const struct {
 
 static void spare_free(enum vsrv_spare k, void *p)
 {
-	if (k == VSRV_SPARE_PARSER)
+	struct vsrv_busy *b = p;
+
+	switch (k) {
+	case VSRV_SPARE_PARSER:
 		vhttp_parser_free(p);
-	else
+		break;
+	case VSRV_SPARE_BUSY:
+		free(b->alog);
+		free(b->trace);
+		free(b);
+		break;
+	default:
 		free(p);
+		break;
+	}
 }
 
 /* This worker's stash of kind k; NULL on another thread (none there). */
@@ -192,11 +212,11 @@ void vsrv__parser_put(struct vsrv *srv, struct vhttp_parser *p)
 	vsrv__spare_put(srv, VSRV_SPARE_PARSER, p);
 }
 
-void *vsrv__slots_get(struct vsrv *srv, size_t n)
+struct vsrv_busy *vsrv__busy_get(struct vsrv *srv)
 {
-	void *slots = vsrv__spare_get(srv, VSRV_SPARE_SLOTS);
+	struct vsrv_busy *b = vsrv__spare_get(srv, VSRV_SPARE_BUSY);
 
-	return slots ? slots : calloc(n, sizeof(struct vsrv_job *));
+	return b ? b : calloc(1, sizeof(*b) + ((size_t)srv->slot_mask + 1) * sizeof(b->slots[0]));
 }
 
 struct vsrv_batch *vsrv__batch_alloc(struct vsrv *srv)

@@ -6,7 +6,7 @@
  * kind, answered at once by the connection when the server or the kind
  * decides at once (404, 405, every 400 a kind finds), otherwise a job carrying the
  * request's struct vsrv_reply_to, offered to `jobs`, or to the blocking
- * pool's queue for a blocking kind (on_full = wait: left in c->pending
+ * pool's queue for a blocking kind (on_full = wait: left in pending
  * until there is room; shed: 503 with Retry-After; codel: as shed, and 503
  * while the queue's wait stands above its target, admit.c). A quarantined
  * kind (kinds.c) is answered 503 with Retry-After at once.
@@ -67,9 +67,10 @@ static enum vch_status send_job(struct vsrv_conn *c, struct vsrv_job *job, bool 
 
 	vsrv__job_stage(srv, job, VSRV_J_EXEC);
 	if (job_blocks(job))
-		st = wait ? vch_send_poll(srv->pool.q, &c->pending_waiter, vch_val(job)) : vch_try_send(srv->pool.q, vch_val(job));
+		st = wait ? vch_send_poll(srv->pool.q, &c->busy->pending_waiter, vch_val(job))
+			  : vch_try_send(srv->pool.q, vch_val(job));
 	else
-		st = wait ? vch_set_send_poll(srv->jobs, vsrv__home(srv), &c->pending_waiter, vch_val(job))
+		st = wait ? vch_set_send_poll(srv->jobs, vsrv__home(srv), &c->busy->pending_waiter, vch_val(job))
 			  : vch_set_try_send(srv->jobs, vsrv__home(srv), vch_val(job));
 	if (st != VCH_OK)
 		vsrv__job_stage(srv, job, VSRV_J_PARSE);
@@ -93,7 +94,7 @@ static bool admit_refuses(struct vsrv *srv, const struct vsrv_job *job)
 	return vsrv__admit_refuses(srv);
 }
 
-/* Put a job on its queue, or leave it in c->pending when it must wait
+/* Put a job on its queue, or leave it in pending when it must wait
  * (true). */
 static bool dispatch(struct vsrv_conn *c, struct vsrv_job *job)
 {
@@ -114,7 +115,7 @@ static bool dispatch(struct vsrv_conn *c, struct vsrv_job *job)
 		if (st == VCH_OK)
 			return false;
 		if (st == VCH_PENDING || st == VCH_YIELD) {
-			c->pending = job;
+			c->busy->pending = job;
 			return true;
 		}
 	} else {
@@ -269,18 +270,18 @@ bool vsrv__request(struct vsrv_conn *c, struct vhttp_request *req, int64_t now)
 	waits = dispatch(c, job);
 out:
 	if (req)
-		vhttp_request_release(c->parser, req); /* its memory for the next */
+		vhttp_request_release(c->busy->parser, req); /* its memory for the next */
 	return waits;
 }
 
 enum vch_status vsrv__request_retry(struct vsrv_conn *c)
 {
-	struct vsrv_job *job = c->pending;
+	struct vsrv_job *job = c->busy->pending;
 	enum vch_status st = send_job(c, job, true);
 
 	if (st == VCH_PENDING || st == VCH_YIELD)
 		return st;
-	c->pending = NULL;
+	c->busy->pending = NULL;
 	if (st != VCH_OK)
 		refuse_job(c, job); /* closed: shutting down */
 	return st;

@@ -247,7 +247,7 @@ extern const size_t vsrv_kind_metrics_n;
 	  "queue_delay") \
 	X(delay_overload, GAUGE_SNAP, "", "on_full = codel: 1 while overloaded (that least wait above codel_target_ms)") \
 	X(spares_made, COUNTER, "", \
-	  "request buffers (parsers, slots, batches, jobs) allocated because the worker's cache and the depot were empty: the pool growing to the load") \
+	  "request buffers (parsers, busy blocks, batches, jobs) allocated because the worker's cache and the depot were empty: the pool growing to the load") \
 	X(spares_freed, COUNTER, "", "request buffers freed because the worker's cache and the depot were full: the pool shrinking") \
 	X(trace_sampled, COUNTER, "", "requests picked for a trace record (voltctl trace)") \
 	X(trace_skipped, COUNTER, "", "picks skipped because the connection's trace record was in use") \

@@ -19,9 +19,11 @@
  * send/recv order the job's contents) and by the slot below.
  *
  * Ordering
- * Shared: conn->slots[i] (a writer stores a job; the connection task
- * exchanges it out; drop() sweeps), conn->dead (the connection task sets it
- * once; exec and writers read it).
+ * Shared: conn->busy->slots[i] (a writer stores a job; the connection task
+ * exchanges it out; drop() sweeps; the busy block stays while any of the
+ * connection's jobs is in flight, and the channels order the task's write
+ * of conn->busy before the job reaches a writer), conn->dead (the
+ * connection task sets it once; exec and writers read it).
  * [S1] writer: slot store (release) publishes the encoded job; pairs with
  *      [S2], the connection's exchange (acquire) in conn.c, and with the
  *      runtime's acq_rel reference drop before drop() sweeps the slots.
@@ -162,7 +164,7 @@ void vsrv__job_deposit(struct vsrv *srv, struct vsrv_job *job)
 	vsrv__trace_job(job, VSRV_TP_DEPOSIT);
 	job->conn = NULL; /* the slot owns the job now, without a reference */
 	/* [S1] release: publishes the encoded job; pairs with [S2]. */
-	atomic_store_explicit(&c->slots[job->to.seq & c->slot_mask], job, memory_order_release);
+	atomic_store_explicit(&c->busy->slots[job->to.seq & c->srv->slot_mask], job, memory_order_release);
 	vrt_task_wake(&c->task);   /* we still hold the job's reference */
 	vrt_task_unref(&c->task);  /* may run drop(), which sweeps the slot */
 }

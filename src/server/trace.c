@@ -66,13 +66,13 @@ bool vsrv__trace_pick(struct vsrv_conn *c, const struct vhttp_request *req, uint
 		return false;
 	}
 	countdown = every;
-	if (c->trace_seq) {
+	if (c->busy->trace_seq) {
 		VSRV_INC(srv, trace_skipped); /* its record is taken */
 		return false;
 	}
-	if (!c->trace && !(c->trace = malloc(sizeof(*c->trace))))
+	if (!c->busy->trace && !(c->busy->trace = malloc(sizeof(*c->busy->trace))))
 		return false;
-	tr = c->trace;
+	tr = c->busy->trace;
 	memset(tr, 0, sizeof(*tr));
 	memset(tr->r.worker, -1, sizeof(tr->r.worker));
 	/* The client's own send time, when it says (same host, same clock:
@@ -83,7 +83,7 @@ bool vsrv__trace_pick(struct vsrv_conn *c, const struct vhttp_request *req, uint
 	tr->r.t[VSRV_TP_RUN] = now;
 	tr->r.t[VSRV_TP_PARSED] = vb_now_ns();
 	tr->r.worker[VSRV_TW_PARSE] = worker_id();
-	c->trace_seq = seq + 1;
+	c->busy->trace_seq = seq + 1;
 	VSRV_INC(srv, trace_sampled);
 	return true;
 }
@@ -120,32 +120,32 @@ static int in_batch(const struct vsrv_conn *c)
 {
 	uint64_t i;
 
-	if (!c->trace_seq || !c->out)
+	if (!c->busy->trace_seq || !c->busy->out)
 		return -1;
-	i = c->trace_seq - 1 - c->sent_seq;
-	return i < c->out->n ? (int)i : -1;
+	i = c->busy->trace_seq - 1 - c->busy->sent_seq;
+	return i < c->busy->out->n ? (int)i : -1;
 }
 
 void vsrv__trace_collected(struct vsrv_conn *c)
 {
 	/* The response just added is the batch's last. */
-	if (c->trace_seq && c->trace_seq - 1 == c->sent_seq + c->out->n - 1)
-		c->trace->r.t[VSRV_TP_COLLECT] = vb_now_ns();
+	if (c->busy->trace_seq && c->busy->trace_seq - 1 == c->busy->sent_seq + c->busy->out->n - 1)
+		c->busy->trace->r.t[VSRV_TP_COLLECT] = vb_now_ns();
 }
 
 void vsrv__trace_send(struct vsrv_conn *c)
 {
 	if (in_batch(c) < 0)
 		return;
-	c->trace->r.t[VSRV_TP_SEND] = c->tx_since;
-	c->trace->r.worker[VSRV_TW_SEND] = worker_id();
-	vio_conn_trace_tx(&c->io, &c->trace->r.t[VSRV_TP_ENTER]);
+	c->busy->trace->r.t[VSRV_TP_SEND] = c->busy->tx_since;
+	c->busy->trace->r.worker[VSRV_TW_SEND] = worker_id();
+	vio_conn_trace_tx(&c->io, &c->busy->trace->r.t[VSRV_TP_ENTER]);
 }
 
 void vsrv__trace_sent(struct vsrv_conn *c)
 {
 	struct vsrv *srv = c->srv;
-	struct vsrv_trace *tr = c->trace;
+	struct vsrv_trace *tr = c->busy->trace;
 	int i = in_batch(c);
 
 	if (i < 0)
@@ -153,9 +153,9 @@ void vsrv__trace_sent(struct vsrv_conn *c)
 	static_assert(VSRV_TP_SENT == VSRV_TP_ENTER + 1, "vio_conn_trace_tx's pair");
 	vio_conn_trace_tx(&c->io, NULL);
 	tr->r.t[VSRV_TP_END] = vb_now_ns();
-	tr->r.kind = c->out->kind[i];
-	tr->r.status = c->out->status[i];
-	c->trace_seq = 0;
+	tr->r.kind = c->busy->out->kind[i];
+	tr->r.status = c->busy->out->status[i];
+	c->busy->trace_seq = 0;
 	pthread_mutex_lock(&srv->trace_mu);
 	if (srv->trace_log && srv->trace_len < VSRV_TRACE_LOG) {
 		srv->trace_log[(srv->trace_head + srv->trace_len++) % VSRV_TRACE_LOG] = tr->r;

@@ -203,7 +203,7 @@ def test_slow_readers_memory_bounded_and_returned(voltd):
     budget = 64 * MIB
     d = voltd("-s", "server.max_inflight_bytes=%d" % budget, "-s", "server.send_timeout_ms=60000")
     # baseline after traffic of the same kind, 100 clients at once (the
-    # per-worker caches of parsers, slots and batches fill: they are
+    # per-worker caches of parsers, busy blocks and batches fill: they are
     # bounded and stay), then a few 1 MiB echoes
     warm = [connect(d.port) for _ in range(100)]
     req = req_bytes("POST", "/v1/echo", b"w" * 65536, close=True)

@@ -7,7 +7,7 @@ workload A (GET /healthz) and of workload B's light class (GET
 /v1/spin?n=1000), and spin's loop as a loaded module's kind
 (/good/spin?n=1000, tests/modules/good.so: a module kind costs what a
 built-in one costs), cost no allocation, amortised: the per-worker caches hold
-the parsers, slots, batches, jobs and job memory, and a parser keeps its
+the parsers, busy blocks, batches, jobs and job memory, and a parser keeps its
 last request's memory. Four connections share the work, so connections
 move between the two workers and objects are freed on another worker than
 the one that took them; and connections that each carry one request and

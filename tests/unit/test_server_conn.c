@@ -54,8 +54,9 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* A fresh connection over a socket pair (READ, IDLE, OPEN). */
-static struct vsrv_conn *conn(void)
+/* A fresh connection over a socket pair (READ, IDLE, OPEN), idle: no
+ * busy block. */
+static struct vsrv_conn *idle_conn(void)
 {
 	int sv[2];
 	struct vsrv_conn *c = NULL;
@@ -68,6 +69,18 @@ static struct vsrv_conn *conn(void)
 	assert_int_equal(c->rx, VSRV_RX_READ);
 	assert_int_equal(c->tx, VSRV_TX_IDLE);
 	assert_int_equal(c->end, VSRV_END_OPEN);
+	assert_null(c->busy);
+	return c;
+}
+
+/* The same with its busy block, as once a request arrived: the machines
+ * move in that state (a failure's linger keeps its bounds there). */
+static struct vsrv_conn *conn(void)
+{
+	struct vsrv_conn *c = idle_conn();
+
+	assert_true(vsrv__conn_take_busy(c));
+	assert_non_null(c->busy);
 	return c;
 }
 
@@ -203,7 +216,7 @@ static void end_go(enum vsrv_end from, enum vsrv_end to)
 	switch (to) {
 	case VSRV_END_LINGER:
 		/* our side is shut: the peer reads EOF; counted once */
-		assert_true(c->linger_until > t0);
+		assert_true(c->busy->linger_until > t0);
 		assert_int_equal(recv(peer, &b, 1, MSG_DONTWAIT), 0);
 		assert_int_equal(count(VSRV_C_lingers) - lingers, 1);
 		break;
@@ -299,8 +312,36 @@ static void test_paths(void **state)
 	vsrv__end_to(c, VSRV_END_FAILED, now);
 	vsrv__conn_abort(c, "send error");
 	assert_int_equal(c->end, VSRV_END_ABORTED);
-	assert_string_equal(c->close_reason, "reset by peer");
+	assert_string_equal(c->busy->close_reason, "reset by peer");
 	vsrv__end_to(c, VSRV_END_CLOSING, now);
+	conn_done(c);
+}
+
+/* ------------------------------------------------- the busy block */
+
+/* An idle connection holds no busy block (nor io its send operation);
+ * taking one lends io the block's; it stays, and a second take changes
+ * nothing; the connection's drop gives it back. */
+static void test_busy_block_taken_for_work(void **state)
+{
+	struct vsrv_conn *c = idle_conn();
+	struct vsrv_busy *b;
+
+	(void)state;
+	assert_null(c->io.tx);
+	assert_int_equal(vsrv__in_flight(c), 0);
+	assert_true(vsrv__conn_take_busy(c));
+	b = c->busy;
+	assert_non_null(b);
+	assert_ptr_equal(c->io.tx, &b->tx);
+	assert_null(b->parser);
+	assert_null(b->out);
+	assert_null(b->pending);
+	assert_int_equal(b->sent_seq, c->next_seq);
+	for (uint32_t i = 0; i <= srv->slot_mask; i++)
+		assert_null(atomic_load(&b->slots[i]));
+	assert_true(vsrv__conn_take_busy(c));
+	assert_ptr_equal(c->busy, b);
 	conn_done(c);
 }
 
@@ -436,6 +477,7 @@ int main(void)
 		cmocka_unit_test(test_tx_moves),
 		cmocka_unit_test(test_end_moves),
 		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_busy_block_taken_for_work),
 		cmocka_unit_test(test_moves_traced_at_debug),
 		cmocka_unit_test(test_illegal_moves_are_caught),
 	};
