@@ -81,8 +81,12 @@ enum vio_req_type {
 };
 
 /* Registered-file table slots per io_uring worker at most (slot = fd; a
- * descriptor above it is used as a regular one). */
-#define VIO_FIXED_FILES_MAX 65536u
+ * descriptor above it is used as a regular one). The table has one slot
+ * per descriptor number RLIMIT_NOFILE allows, which the daemon raises to
+ * what server.max_connections needs: up to this, the descriptors of some
+ * 250,000 connections, at 8 bytes of kernel memory per slot (2 MiB per
+ * worker), whatever larger limit the process was given. */
+#define VIO_FIXED_FILES_MAX 262144u
 
 /* ------------------------------------------------------ provided buffers */
 

@@ -6,7 +6,8 @@ from the build's Makefile, so the package build's own tests pass too); `systemd-
 rates voltd.service at most 2.0; `systemd-analyze verify` is clean (the
 units' paths re-rooted into the DESTDIR, the man pages found there); and
 every system call voltd makes, seen by strace on both backends, passes the
-unit's SystemCallFilter as systemd expands it (io_uring included)."""
+unit's SystemCallFilter as systemd expands it (io_uring included); and the
+unit's LimitNOFILE lets server.max_connections = 100,000 in."""
 import os
 import re
 import shutil
@@ -253,6 +254,28 @@ def directive(dest, key, name="voltd.service"):
     """The values of KEY= in an installed unit, in order."""
     text = dest.unit(name)
     return re.findall(r"^%s=(.*)$" % re.escape(key), text, re.M)
+
+
+def test_unit_lets_100000_connections_in(dest):
+    """server.max_connections = 100,000 is a valid value, and needs that many
+    descriptors and a few more: the unit's hard RLIMIT_NOFILE allows them
+    (voltd raises its soft limit as far as the hard one goes when the key
+    needs it: test_cli's test_low_nofile_limit_is_raised_or_reported),
+    while the soft limit stays what the default server needs, so that its
+    io_uring registered-file tables (a slot per descriptor number the
+    process may have) stay as small."""
+    (limit,) = directive(dest, "LimitNOFILE")
+    soft, _, hard = limit.partition(":")
+    hard = hard or soft
+    # What voltd asks for (main.c, nofile_needed): the connections, a few
+    # per worker and listener, the control clients and a margin; 64
+    # workers with 8 listeners and the schema's client bounds stay under
+    # 100,000 + 4,096.
+    assert int(hard) >= 100000 + 4096, limit
+    assert 10000 + 1024 <= int(soft) <= int(hard), limit
+    r = subprocess.run([VOLTD, "-t", "-s", "server.max_connections=100000"], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr
 
 
 def test_exec_reload_fails_when_the_file_is_refused(dest, daemon, tmp_path):
