@@ -16,6 +16,7 @@
 #include "base/compiler.h"
 #include "base/futex.h"
 #include "base/rng.h"
+#include "base/time.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -259,6 +260,19 @@ struct vrt_worker_counters {
 	_Atomic(const char *) label;
 	_Atomic uint32_t parked;
 	_Atomic uint64_t cpu_final_ns; /* thread CPU time when the loop ended */
+	/* 1 from the park section in which the worker found every sibling
+	 * parked (it may sleep with no bound) until it leaves that park;
+	 * written under park_lock, so a sibling that leaves its own park
+	 * (unmark_parked, under the lock) after that section reads 1. A
+	 * stale 1 only wakes it as before the gather rule. */
+	_Atomic uint32_t park_unbounded;
+};
+
+/* What a worker saw of a sibling at its last look (vrt__held_in_poll). */
+struct vrt_seen {
+	uint64_t polls;
+	int64_t at;
+	bool in_poll;
 };
 
 struct vrt_worker {
@@ -294,6 +308,8 @@ struct vrt_worker {
 	int64_t batch_start;        /* start of the current poll-time sample */
 	unsigned batch_polls;
 	int64_t active_start;       /* end of the last park */
+	bool gather;                /* cached tunable */
+	struct vrt_seen *seen;      /* per sibling: vrt__held_in_poll's last look */
 	bool searching;
 	bool in_io;                 /* inside the I/O phase: no notify on push */
 	bool drain_counted;         /* in rt->drain_idle (DRAIN shutdown, [W9]) */
@@ -338,6 +354,8 @@ struct vrt_mon_worker {
 	uint64_t cpu_at_first_ns;   /* UINT64_MAX until confirmed */
 	int64_t cpu_since_ns;       /* when cpu_at_first_ns was read */
 	bool flagged;
+	uint64_t gather_cpu_ns;     /* thread CPU time at the last tick */
+	unsigned busy_pct;          /* its CPU share lately (EWMA over ticks) */
 	/* published */
 	_Atomic int64_t stall_since_ns; /* first_seen of a flagged stall; 0: none */
 	_Atomic uint32_t stall_kind;    /* enum vrt_stall_kind */
@@ -356,6 +374,8 @@ struct vrt_monitor {
 	 * line: workers read it at every unpark, the monitor writes it rarely. */
 	_Atomic uint32_t deep vb_cacheline_aligned;
 	struct vrt_mon_worker *w;       /* nworkers entries */
+	int64_t gather_ns;              /* the gather rule's last tick */
+	bool held_up;                   /* this tick found a worker held up */
 };
 
 /* ------------------------------------------------------------- registry */
@@ -400,6 +420,12 @@ struct vrt {
 	_Atomic bool t_lifo;
 	_Atomic uint32_t t_gi_min, t_gi_max, t_lifo_cap, t_budget, t_batch_max;
 	_Atomic uint32_t t_reap_us;
+	_Atomic bool t_gather;
+	/* The gather rule's verdict, from the monitor's tick (only stored when
+	 * it changes: workers read `spreading` at every wake-up decision). */
+	_Atomic bool spreading;
+	_Atomic uint32_t spread_width;
+	_Atomic uint64_t spreads;       /* monitor-written statistic */
 	_Atomic uint32_t phase;          /* enum vrt_phase */
 
 	struct vrt_inject inject;        /* own line */
@@ -564,6 +590,83 @@ void vrt__transition_from_searching(struct vrt_worker *w);
 bool vrt__local_has_work(struct vrt_worker *w);
 bool vrt__sibling_backlog(struct vrt_worker *w);
 bool vrt__wake_owed_due(struct vrt_worker *w);
+bool vrt__sibling_sleeps_unbounded(struct vrt_worker *w);
+
+/*
+ * The gather rule (doc/runtime.md): with `gather` on, a worker's work is
+ * spread (a parked sibling woken for it, a sibling stealing it) only while
+ * the monitor finds a worker saturated (busy VRT_GATHER_SATURATED_PCT of
+ * its time lately: it cannot keep up alone), two workers busy
+ * (VRT_GATHER_BUSY_PCT: the work spread before and still takes both), or
+ * a worker held up in one poll with work queued (rt->spreading). Otherwise a second worker woken for work
+ * the first would have finished costs more than it gives: on a machine
+ * whose CPUs are shared (with the clients, with other processes) it makes
+ * one runnable thread more, and the kernel delays one of them (often the
+ * one with the light request) by a whole time slice.
+ *
+ * A held wake-up strands nothing for long: a worker that parks keeps
+ * nothing queued; a sibling that sleeps with no bound (c.park_unbounded)
+ * is woken as before; a sibling that looks again (its park is bounded
+ * while some worker is awake) takes work from a worker it finds in the
+ * same poll VRT_HELD_POLL_NS after its last look (vrt__held_in_poll).
+ *
+ * vrt__may_spread: may w take (steal) or be woken for a sibling's work?
+ * vrt__spread_here: may this worker (owner) wake a sibling for its work;
+ * counted in spreads_held when it holds. Relaxed reads: rt->spreading
+ * changes at most once a monitor tick; a stale value moves one decision.
+ */
+#define VRT_GATHER_SATURATED_PCT 90u
+#define VRT_GATHER_BUSY_PCT 50u
+
+/* Tests only: -1 (default) the monitor measures; 0 or 1 its verdict is
+ * that, whatever it measures or finds held up (busy shares and width are
+ * still measured). */
+extern _Atomic int vrt__test_spreading;
+
+static inline bool vrt__may_spread(const struct vrt_worker *w)
+{
+	/* relaxed: a hint, see above. */
+	return !w->gather || atomic_load_explicit(&w->rt->spreading, memory_order_relaxed);
+}
+
+/* Sibling v has been in one poll since w's look at least
+ * VRT_HELD_POLL_NS ago (the same poll count, in a poll at both looks):
+ * its queued work would wait for that poll's end, so w may take it
+ * whatever the gather rule says. Relaxed reads of v's single-writer
+ * counters; w's record is its own. */
+#define VRT_HELD_POLL_NS (1000 * 1000)
+
+static inline bool vrt__held_in_poll(struct vrt_worker *w, unsigned v)
+{
+	const struct vrt_worker *o = w->rt->workers[v];
+	struct vrt_seen *s = &w->seen[v];
+	/* relaxed (both): single-writer hints (the stall monitor reads them
+	 * the same way). */
+	uint64_t polls = atomic_load_explicit(&o->c.polls, memory_order_relaxed);
+	bool in_poll = atomic_load_explicit(&o->c.cur_vt, memory_order_relaxed) != NULL;
+	int64_t now = vb_now_ns();
+
+	if (in_poll && s->in_poll && polls == s->polls)
+		return now - s->at >= VRT_HELD_POLL_NS;
+	s->polls = polls;
+	s->in_poll = in_poll;
+	s->at = now;
+	return false;
+}
+
+/* May w take sibling v's queued work now? */
+static inline bool vrt__may_take(struct vrt_worker *w, unsigned v)
+{
+	return vrt__may_spread(w) || vrt__held_in_poll(w, v);
+}
+
+static inline bool vrt__spread_here(struct vrt_worker *w)
+{
+	if (vrt__may_spread(w) || vrt__sibling_sleeps_unbounded(w))
+		return true;
+	vrt__ctr_add(&w->c.spreads_held, 1);
+	return false;
+}
 
 /*
  * The wake rule (doc/runtime.md): wake a parked sibling for a
@@ -577,10 +680,12 @@ bool vrt__wake_owed_due(struct vrt_worker *w);
 static inline bool vrt__should_wake(struct vrt_worker *w, unsigned n, unsigned min)
 {
 	if (vrt__worth_waking(w, n, min)) {
+		if (!vrt__spread_here(w))
+			return false;
 		w->wake_owed = false;
 		return true;
 	}
-	return vb_unlikely(w->wake_owed) && vrt__wake_owed_due(w);
+	return vb_unlikely(w->wake_owed) && vrt__wake_owed_due(w) && vrt__spread_here(w);
 }
 
 /* worker.c */

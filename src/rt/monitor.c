@@ -335,8 +335,10 @@ static void tick(struct vrt *rt, uint64_t warn_ns)
 			/* A poll seen at two ticks (flagged or not: the thread
 			 * may be runnable without CPU, or detection off) holds
 			 * up its ring: wake a parked sibling to steal it. */
-			if (running && (vrt__wsq_len(&w->q) != 0 || vrt__wsq_len(&w->cq) != 0))
+			if (running && (vrt__wsq_len(&w->q) != 0 || vrt__wsq_len(&w->cq) != 0)) {
+				rt->mon.held_up = true; /* the gather rule spreads (gather_tick) */
 				vrt__notify_parked(rt);
+			}
 			continue;
 		}
 		if (m->flagged)
@@ -348,6 +350,71 @@ static void tick(struct vrt *rt, uint64_t warn_ns)
 		/* relaxed: statistic. */
 		atomic_store_explicit(&m->poll_age_ns, 0, memory_order_relaxed);
 	}
+}
+
+/*
+ * The gather rule's measurements (doc/runtime.md, internal.h): each
+ * worker's CPU share since the last tick (its thread's CPU time over the
+ * wall time), an EWMA over ticks (halved each tick: some 2 periods), and
+ * the verdict the workers read: spread while a worker is saturated, while
+ * two workers are busy, or while a worker is held up in one poll with work
+ * queued (tick).
+ */
+static void store_if_changed_u32(_Atomic uint32_t *p, uint32_t v)
+{
+	/* relaxed (both): a verdict read as a hint; stored only when it
+	 * changes so that the workers' copies of the line stay valid. */
+	if (atomic_load_explicit(p, memory_order_relaxed) != v)
+		atomic_store_explicit(p, v, memory_order_relaxed);
+}
+
+_Atomic int vrt__test_spreading = -1;
+
+static void gather_tick(struct vrt *rt, int64_t now)
+{
+	struct vrt_monitor *mon = &rt->mon;
+	int64_t dt = now - mon->gather_ns;
+	unsigned busy = 0, saturated = 0, width;
+	bool spreading, first = mon->gather_ns == 0;
+	int test;
+
+	for (unsigned i = 0; i < rt->nworkers; i++) {
+		struct vrt_mon_worker *m = &mon->w[i];
+		uint64_t cpu = vrt__worker_cpu_ns(rt, rt->workers[i]);
+
+		if (!first && dt > 0) {
+			uint64_t pct = cpu > m->gather_cpu_ns ? (cpu - m->gather_cpu_ns) * 100 / (uint64_t)dt : 0;
+
+			m->busy_pct = (m->busy_pct + (unsigned)(pct > 100 ? 100 : pct)) / 2;
+		}
+		m->gather_cpu_ns = cpu;
+		busy += m->busy_pct >= VRT_GATHER_BUSY_PCT;
+		saturated += m->busy_pct >= VRT_GATHER_SATURATED_PCT;
+	}
+	mon->gather_ns = now;
+	if (first) {
+		mon->held_up = false;
+		return;
+	}
+	/* A worker held up in one poll with work queued (tick) spreads
+	 * whatever the shares say: its work would wait for the poll's end. */
+	/* Two busy workers keep it spreading: their work spread before and
+	 * still takes both (neither alone is saturated then). */
+	spreading = mon->held_up || saturated >= 1 || busy >= 2;
+	mon->held_up = false;
+	/* relaxed: a test's setting. */
+	if ((test = atomic_load_explicit(&vrt__test_spreading, memory_order_relaxed)) >= 0)
+		spreading = test;
+	width = busy + spreading;
+	width = width < 1 ? 1 : width > rt->nworkers ? rt->nworkers : width;
+	/* relaxed: as store_if_changed_u32. */
+	if (atomic_load_explicit(&rt->spreading, memory_order_relaxed) != spreading) {
+		atomic_store_explicit(&rt->spreading, spreading, memory_order_relaxed);
+		if (spreading)
+			atomic_store_explicit(&rt->spreads, atomic_load_explicit(&rt->spreads, memory_order_relaxed) + 1,
+					      memory_order_relaxed);
+	}
+	store_if_changed_u32(&rt->spread_width, width);
 }
 
 static void *monitor_main(void *arg)
@@ -371,6 +438,9 @@ static void *monitor_main(void *arg)
 		if (atomic_load_explicit(&rt->mon.stop, memory_order_acquire))
 			break;
 		tick(rt, (uint64_t)warn * VB_NS_PER_MS);
+		/* relaxed: a tunable. */
+		if (atomic_load_explicit(&rt->t_gather, memory_order_relaxed))
+			gather_tick(rt, vb_now_ns());
 	}
 	return NULL;
 }
@@ -384,6 +454,7 @@ int vrt__monitor_start(struct vrt *rt, unsigned warn_ms)
 	rt->mon.w = aligned_alloc(VB_CACHELINE, rt->nworkers * sizeof(*rt->mon.w));
 	if (!rt->mon.w)
 		return -ENOMEM;
+
 	memset(rt->mon.w, 0, rt->nworkers * sizeof(*rt->mon.w));
 	for (unsigned i = 0; i < rt->nworkers; i++)
 		rt->mon.w[i].cpu_at_first_ns = UINT64_MAX;

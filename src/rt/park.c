@@ -173,6 +173,22 @@ bool vrt__wake_owed_due(struct vrt_worker *w)
 	return true;
 }
 
+/* A sibling may sleep with no bound (c.park_unbounded): the gather rule
+ * holds no wake-up then. Relaxed reads, ordered by park_lock: this
+ * worker's last unmark_parked came after the section that set the flag,
+ * or the sibling saw this worker awake and bounded its park. */
+bool vrt__sibling_sleeps_unbounded(struct vrt_worker *w)
+{
+	struct vrt *rt = w->rt;
+
+	for (unsigned i = 0; i < rt->nworkers; i++)
+		/* relaxed: see above. */
+		if (i != w->id && atomic_load_explicit(&rt->workers[i]->c.park_unbounded,
+						       memory_order_relaxed))
+			return true;
+	return false;
+}
+
 /* A sibling's ring holds fresh tasks it has not started: work an idle or
  * slicing worker could steal (the slice rule, worker.c). A relaxed look at
  * each ring's indices (vrt__wsq_len): a stale answer costs one slice its
@@ -182,7 +198,8 @@ bool vrt__sibling_backlog(struct vrt_worker *w)
 	struct vrt *rt = w->rt;
 
 	for (unsigned i = 0; i < rt->nworkers; i++)
-		if (i != w->id && vrt__wsq_len(&rt->workers[i]->q) != 0)
+		if (i != w->id && vrt__wsq_len(&rt->workers[i]->q) != 0 &&
+		    vrt__may_take(w, i)) /* the gather rule */
 			return true;
 	return false;
 }
@@ -195,10 +212,12 @@ static bool work_elsewhere(struct vrt_worker *w)
 
 	if (vrt__inject_len(&rt->inject) != 0)
 		return true;
+	/* Only what the gather rule lets a thief take. */
 	if (w->stealing) {
 		for (unsigned i = 0; i < rt->nworkers; i++)
 			if (i != w->id && (vrt__wsq_len(&rt->workers[i]->q) != 0 ||
-					   vrt__wsq_len(&rt->workers[i]->cq) != 0))
+					   vrt__wsq_len(&rt->workers[i]->cq) != 0) &&
+			    vrt__may_take(w, i))
 				return true;
 	}
 	return false;
@@ -342,12 +361,19 @@ static void park(struct vrt_worker *w)
 		/* relaxed: written only under park_lock, which we hold. */
 		atomic_store_explicit(word, atomic_load_explicit(word, memory_order_relaxed)
 				      | (UINT64_C(1) << (w->id % 64)), memory_order_relaxed);
+		/* relaxed: ordered by park_lock (vrt__sibling_sleeps_unbounded);
+		 * 1 whenever the park rule below may choose no bound. */
+		atomic_store_explicit(&w->c.park_unbounded,
+				      !w->stealing || vrt__idle_parked(idle) + 1 >= rt->nworkers,
+				      memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&rt->park_lock);
 	/* [W5] seq_cst fence: our idle RMW is ordered before the queue reads
 	 * below; pairs with [W4]. */
 	vrt__dekker_fence(rt);
 	if (work_visible(w, last)) {
+		/* relaxed: as after the wait below. */
+		atomic_store_explicit(&w->c.park_unbounded, 0, memory_order_relaxed);
 		unmark_parked(w);
 		goto out;
 	}
@@ -381,6 +407,8 @@ static void park(struct vrt_worker *w)
 	vrt__ctr_add(&w->c.busy_ns, (uint64_t)(now - w->active_start));
 	vrt__ctr_add(&w->c.parks, 1);
 	vrt__park_wait(w, timeout);
+	/* relaxed: owner's hint; a stale 1 costs a sibling one wake-up. */
+	atomic_store_explicit(&w->c.park_unbounded, 0, memory_order_relaxed);
 	if (unmark_parked(w)) {
 		vrt__ctr_add(&w->c.unparks, 1);
 		w->unparked_idle = true;

@@ -65,8 +65,11 @@ int vrt_config_check(const struct vrt_config *c)
 static void free_struct(struct vrt *rt)
 {
 	if (rt->workers) {
-		for (unsigned i = 0; i < rt->nworkers; i++)
+		for (unsigned i = 0; i < rt->nworkers; i++) {
+			if (rt->workers[i])
+				free(rt->workers[i]->seen);
 			free(rt->workers[i]);
+		}
 		free(rt->workers);
 	}
 	if (rt->shards) {
@@ -115,6 +118,11 @@ int vrt_new(const struct vrt_config *cfg, struct vrt **out)
 	atomic_init(&rt->t_budget, cfg->budget);
 	atomic_init(&rt->t_batch_max, cfg->global_batch_max);
 	atomic_init(&rt->t_reap_us, cfg->io_reap_us);
+	atomic_init(&rt->t_gather, cfg->gather);
+	/* Nothing is saturated yet; without a monitor nobody measures, and
+	 * vrt__may_spread reads this as "spread", as with gather off. */
+	atomic_init(&rt->spreading, cfg->stall_warn_ms == 0);
+	atomic_init(&rt->spread_width, 1); /* nothing busy yet */
 	atomic_init(&rt->phase, VRT_RUNNING);
 	atomic_init(&rt->idle, 0);
 	atomic_init(&rt->start_pending, cfg->workers);
@@ -140,13 +148,15 @@ int vrt_new(const struct vrt_config *cfg, struct vrt **out)
 		if (!w)
 			goto fail_struct;
 		memset(w, 0, sizeof(*w));
+		rt->workers[i] = w;
+		if (!(w->seen = calloc(rt->nworkers, sizeof(*w->seen))))
+			goto fail_struct;
 		vrt__wsq_init(&w->q, 0);
 		vrt__wsq_init(&w->cq, 0);
 		w->rt = rt;
 		w->id = i;
 		vb_rng_seed(&w->rng, seed + i);
 		vb_event_init(&w->park_ev);
-		rt->workers[i] = w;
 	}
 	for (; started < rt->nworkers; started++) {
 		err = -pthread_create(&rt->workers[started]->thread, NULL,
@@ -360,6 +370,7 @@ void vrt_get_tunables(struct vrt *rt, struct vrt_config *out)
 	out->lifo_poll_cap = atomic_load_explicit(&rt->t_lifo_cap, memory_order_relaxed);
 	out->budget = atomic_load_explicit(&rt->t_budget, memory_order_relaxed);
 	out->io_reap_us = atomic_load_explicit(&rt->t_reap_us, memory_order_relaxed);
+	out->gather = atomic_load_explicit(&rt->t_gather, memory_order_relaxed);
 	out->stall_warn_ms = rt->mon.w ? atomic_load_explicit(&rt->mon.warn_ms, memory_order_relaxed) : 0;
 }
 
@@ -369,6 +380,20 @@ int vrt_set_io_reap_us(struct vrt *rt, unsigned us)
 		return -EINVAL;
 	atomic_store_explicit(&rt->t_reap_us, us, memory_order_relaxed); /* relaxed: tunable */
 	return 0;
+}
+
+int vrt_set_gather(struct vrt *rt, bool on)
+{
+	atomic_store_explicit(&rt->t_gather, on, memory_order_relaxed); /* relaxed: tunable */
+	return 0;
+}
+
+unsigned vrt_spread_width(struct vrt *rt)
+{
+	/* relaxed (both): a tunable and the monitor's verdict. */
+	if (!rt->mon.w || !atomic_load_explicit(&rt->t_gather, memory_order_relaxed))
+		return rt->nworkers;
+	return atomic_load_explicit(&rt->spread_width, memory_order_relaxed);
 }
 
 /* ------------------------------------------------------------------ stats */
@@ -455,6 +480,12 @@ unsigned vrt_stats_snapshot(struct vrt *rt, struct vrt_stats *out,
 		vrt_health(rt, &h);
 		out->stalled = h.stalled;
 		out->stalls = h.stalls_total;
+		/* relaxed (both): the monitor's verdict. */
+		out->spreading = !atomic_load_explicit(&rt->t_gather, memory_order_relaxed) || !rt->mon.w ||
+				 atomic_load_explicit(&rt->spreading, memory_order_relaxed);
+		out->spread_width = vrt_spread_width(rt);
+		out->spreads = rd(&rt->spreads);
+
 	}
 	return rt->nworkers;
 }

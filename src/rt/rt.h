@@ -234,6 +234,13 @@ struct vrt_config {
 	unsigned io_reap_us;           /* at a slice boundary (a poll
 					* that yields) poll() if none ran for this
 					* long; 0: only by io_poll_interval */
+	bool gather;                   /* the gather rule (doc/runtime.md): a
+					* worker's work stays on it (no sibling
+					* woken for it, none stealing it) unless
+					* a worker is saturated or held up, as
+					* the stall monitor measures them;
+					* false, or no monitor: spread whenever
+					* a wake-up is worth it */
 	const struct vrt_park_ops *park_ops; /* NULL: futex parking */
 	void *park_ctx;
 	unsigned stall_warn_ms;        /* stall monitor threshold; 0: no monitor
@@ -272,11 +279,18 @@ int vrt_set_lifo_poll_cap(struct vrt *rt, unsigned cap);
 int vrt_set_budget(struct vrt *rt, unsigned budget);
 /* The tunables as the workers read them now, into out's stealing,
  * global_interval_min, global_interval_max, lifo_poll_cap, budget,
- * io_reap_us and stall_warn_ms (0 without a monitor); out's other fields are untouched.
+ * io_reap_us, gather and stall_warn_ms (0 without a monitor); out's other fields are untouched.
  * Any thread. */
 void vrt_get_tunables(struct vrt *rt, struct vrt_config *out);
 /* 0..VRT_IO_REAP_US_MAX (live: [scheduler] io_reap_us). */
 int vrt_set_io_reap_us(struct vrt *rt, unsigned us);
+/* Live: [scheduler] gather. */
+int vrt_set_gather(struct vrt *rt, bool on);
+/* How many workers new work (new connections) should go to, the first of
+ * them: all of them with gather off or no monitor; else the workers busy
+ * at least VRT_GATHER_BUSY_PCT of their time lately, one more while the
+ * gather rule spreads, at least 1. Any thread. */
+unsigned vrt_spread_width(struct vrt *rt);
 /* 0 (detection off; the thread stays) .. VRT_STALL_WARN_MS_MAX; -EINVAL also when the
  * runtime was created without a monitor (stall_warn_ms = 0 at vrt_new). */
 int vrt_set_stall_warn_ms(struct vrt *rt, unsigned ms);
@@ -319,6 +333,8 @@ extern const char *const vrt_stall_kind_names[];
 	X(parks, COUNTER, "", "times the worker went to sleep") \
 	X(unparks, COUNTER, "", "times the worker was woken") \
 	X(futile_wakeups, COUNTER, "", "unparks after which the worker found no task and parked again") \
+	X(spreads_held, COUNTER, "", \
+	  "wake-ups of a sibling and steals not made by the gather rule (no worker saturated, or no CPU idle)") \
 	X(searching_transitions, COUNTER, "", "times the worker started searching for work") \
 	X(budget_yields, COUNTER, "", "polls ended because the task spent its budget") \
 	X(yields, COUNTER, "", "slices that ended behind waiting work (the task was queued)") \
@@ -356,7 +372,10 @@ extern const size_t vrt_worker_metrics_n;
 	X(spawned_remote, COUNTER_SNAP, "", "tasks spawned from other threads") \
 	X(tasks_alive, GAUGE_SNAP, "", "tasks spawned and not yet complete") \
 	X(stalled, GAUGE_SNAP, "", "workers stalled now (stall monitor)") \
-	X(stalls, COUNTER_SNAP, "", "stalls the monitor flagged")
+	X(stalls, COUNTER_SNAP, "", "stalls the monitor flagged") \
+	X(spreads, COUNTER_SNAP, "", "times the gather rule started to let work spread") \
+	X(spreading, GAUGE_SNAP, "", "1 while the gather rule lets work spread (a worker saturated or held up, or two busy)") \
+	X(spread_width, GAUGE_SNAP, "", "workers new connections go to now (the gather rule)")
 
 struct vrt_stats {
 	VRT_METRICS(VB_METRIC_FIELD)

@@ -333,6 +333,7 @@ void vrt__reload_tunables(struct vrt_worker *w)
 	w->batch_max = atomic_load_explicit(&rt->t_batch_max, memory_order_relaxed);
 	w->reap_ns = rt->ops->poll ? (int64_t)atomic_load_explicit(&rt->t_reap_us,
 							memory_order_relaxed) * 1000 : 0;
+	w->gather = atomic_load_explicit(&rt->t_gather, memory_order_relaxed);
 	if (w->gi_min > w->gi_max)
 		w->gi_min = w->gi_max; /* torn pair during a vrt_set_global_interval */
 }
@@ -494,6 +495,12 @@ static struct vrt_task *steal_work(struct vrt_worker *w, bool *retry)
 		uint32_t got;
 
 		if (v == w->id || (cont && vrt__cont_waiting(w)))
+			continue;
+		/* The gather rule: while it holds, only a sibling held up in
+		 * one poll gives its ring away. */
+		if (!vrt__may_spread(w) &&
+		    (vrt__wsq_len(cont ? &rt->workers[v]->cq : &rt->workers[v]->q) == 0 ||
+		     !vrt__held_in_poll(w, v)))
 			continue;
 		switch (vrt__wsq_steal_into(cont ? &rt->workers[v]->cq : &rt->workers[v]->q,
 					    cont ? &w->cq : &w->q, &t, &got)) {

@@ -597,21 +597,49 @@ static enum vrt_poll fn_long_parent(struct pt *x)
 	return VRT_READY;
 }
 
-static void tweak_no_monitor(struct vrt_config *c)
-{
-	c->stall_warn_ms = 0; /* no rescue by the stall monitor */
-}
-
 /* Review N3: with no stall monitor, tasks queued behind a sibling's long
  * poll were never stolen (the idle sibling slept without a bound). Now a
  * worker sleeps at most park_timeout_ms while another is awake: the ring's
  * children run during the parent's poll. */
-static void test_queued_behind_long_poll(void **st)
-{
-	struct vrt *rt = mkrt(2, tweak_no_monitor);
-	struct pt *p = pt_new(fn_long_parent, rt);
+/* The next runtime's gather rule: off (-1); on with its monitor's verdict
+ * forced (0: hold, 1: spread); on and measured (2). */
+static int gather_mode = -1;
 
-	(void)st;
+static void set_gather(struct vrt_config *c)
+{
+	c->gather = gather_mode >= 0;
+	/* relaxed: read by the monitor thread. */
+	atomic_store_explicit(&vrt__test_spreading, gather_mode == 0 || gather_mode == 1 ? gather_mode : -1,
+			      memory_order_relaxed);
+}
+
+static void gather_reset(void)
+{
+	gather_mode = -1;
+	atomic_store(&vrt__test_spreading, -1);
+}
+
+static void tweak_no_monitor(struct vrt_config *c)
+{
+	c->stall_warn_ms = 0; /* no rescue by the stall monitor */
+	set_gather(c);
+}
+
+/* The gather rule needs the monitor (its measurements); 20 ms: a tick
+ * every 10 ms. */
+static void tweak_gather(struct vrt_config *c)
+{
+	c->stall_warn_ms = 20;
+	set_gather(c);
+}
+
+static void queued_behind_long_poll(void (*tweak)(struct vrt_config *))
+{
+	struct vrt *rt;
+	struct pt *p;
+
+	rt = mkrt(2, tweak);
+	p = pt_new(fn_long_parent, rt);
 	atomic_store(&kids_ran, 0);
 	wait_parked(rt, 0);
 	wait_parked(rt, 1);
@@ -622,6 +650,155 @@ static void test_queued_behind_long_poll(void **st)
 	vrt_task_unref(&p->t);
 	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
 	vrt_free(rt);
+	gather_reset();
+}
+
+static void test_queued_behind_long_poll(void **st)
+{
+	(void)st;
+	queued_behind_long_poll(tweak_no_monitor);
+}
+
+/* Under the gather rule, measured: the parent's long poll sleeps (its
+ * worker is not saturated, so the wake-up for the ring's child is held),
+ * but the monitor finds that worker held up in one poll with work queued
+ * and lets the work spread: the sibling steals the child during the poll. */
+static void test_held_wake_strands_nothing(void **st)
+{
+	(void)st;
+	gather_mode = 2;
+	queued_behind_long_poll(tweak_gather);
+}
+
+/* Spawns 4 children per poll on its own worker (each records where it
+ * ran), yielding after each poll, with no long poll: under the gather rule
+ * holding, its worker finishes them itself and wakes nobody. */
+static _Atomic int spread_on[2];
+
+static enum vrt_poll fn_spread_kid(struct pt *x)
+{
+	(void)x;
+	atomic_fetch_add(&spread_on[vrt_worker_id()], 1);
+	atomic_fetch_add(&kids_ran, 1);
+	return VRT_READY;
+}
+
+static enum vrt_poll fn_spread_parent(struct pt *x)
+{
+	if (atomic_load(&x->seen) < 0) {
+		usleep(20 * 1000); /* the sibling woken by our spawn sleeps again */
+		atomic_store(&x->seen, vrt_worker_id());
+	}
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(vrt_spawn_detached(x->rt, &pt_new(fn_spread_kid, x->rt)->t), 0);
+	return --x->left > 0 ? VRT_YIELD : VRT_READY;
+}
+
+static void test_gather_holds_work_on_its_worker(void **st)
+{
+	struct vrt *rt;
+	struct pt *p;
+	struct vrt_worker_stats ws[2];
+	struct vrt_stats rs;
+	int mine;
+
+	(void)st;
+	gather_mode = 0;
+	rt = mkrt(2, tweak_gather);
+	atomic_store(&kids_ran, 0);
+	atomic_store(&spread_on[0], 0);
+	atomic_store(&spread_on[1], 0);
+	wait_parked(rt, 0);
+	wait_parked(rt, 1);
+	p = pt_new(fn_spread_parent, rt);
+	p->left = 100;
+	atomic_init(&p->seen, -1);
+	assert_int_equal(vrt_spawn(rt, &p->t), 0);
+	vrt_task_join_wait(&p->t);
+	wait_until(&kids_ran, 400);
+	vrt_stats_snapshot(rt, &rs, ws, 2);
+	mine = atomic_load(&p->seen);
+	print_message("# children on the parent's worker %d: %d, on the other: %d; held %lu + %lu\n",
+		      mine, atomic_load(&spread_on[mine]), atomic_load(&spread_on[1 - mine]),
+		      (unsigned long)ws[0].spreads_held, (unsigned long)ws[1].spreads_held);
+	assert_int_equal(rs.spreads, 0);
+	assert_int_equal(rs.spreading, 0);
+	assert_true(ws[0].spreads_held + ws[1].spreads_held > 0);
+	assert_int_equal(atomic_load(&spread_on[mine]), 400);
+	vrt_task_unref(&p->t);
+	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
+	vrt_free(rt);
+	gather_reset();
+}
+
+/* The gather rule, measured: one task slicing on one worker (its thread
+ * busy all the time) for up to 10 s. The monitor (ticks every 10 ms) must
+ * find that worker saturated and let work spread (`spreads`, `spreading`,
+ * `spread_width` 2). Whether the thread got 90 % of a CPU is the machine's
+ * business: the test reads the worker's CPU time over each 200 ms and
+ * asserts the verdict only once a window shows the share the rule
+ * names; a machine too busy to give it one says so and passes. */
+static enum vrt_poll fn_spin_until(struct pt *x)
+{
+	busy(x->slice_ns);
+	if (atomic_load_explicit(&x->stop, memory_order_relaxed))
+		return VRT_READY;
+	return VRT_YIELD;
+}
+
+static void test_gather_spreads_when_saturated(void **st)
+{
+	struct vrt *rt;
+	struct pt *p;
+	struct vrt_worker_stats ws[2];
+	struct vrt_stats rs;
+	uint64_t cpu0[2];
+	int64_t t0, w0, end;
+	int share = 0, best = 0;
+
+	(void)st;
+	gather_mode = 2;
+	rt = mkrt(2, tweak_gather);
+	p = pt_new(fn_spin_until, rt);
+	p->slice_ns = 100 * 1000;
+	assert_int_equal(vrt_spawn(rt, &p->t), 0);
+	t0 = vb_now_ns();
+	end = t0 + 10 * 1000000000LL;
+	vrt_stats_snapshot(rt, &rs, ws, 2);
+	cpu0[0] = ws[0].cpu_ns;
+	cpu0[1] = ws[1].cpu_ns;
+	w0 = vb_now_ns();
+	for (;;) {
+		usleep(200 * 1000);
+		vrt_stats_snapshot(rt, &rs, ws, 2);
+		for (int i = 0; i < 2; i++) {
+			int s = (int)((ws[i].cpu_ns - cpu0[i]) * 100 / (uint64_t)(vb_now_ns() - w0));
+
+			share = i == 0 || s > share ? s : share;
+			cpu0[i] = ws[i].cpu_ns;
+		}
+		w0 = vb_now_ns();
+		if (share > best)
+			best = share;
+		/* Two windows after one at 95 %: the monitor's average has
+		 * seen the saturation by then. */
+		if (best >= 95 && rs.spreads > 0)
+			break;
+		if (vb_now_ns() > end)
+			break;
+	}
+	print_message("# spinning worker's best CPU share over 200 ms: %d %%; spreads %lu, spreading %lu, width %lu\n",
+		      best, (unsigned long)rs.spreads, (unsigned long)rs.spreading, (unsigned long)rs.spread_width);
+	if (best >= 95) {
+		assert_true(rs.spreads > 0);
+		assert_int_equal(rs.spread_width, 2);
+	}
+	atomic_store(&p->stop, 1);
+	vrt_task_join_wait(&p->t);
+	vrt_task_unref(&p->t);
+	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
+	vrt_free(rt);
+	gather_reset();
 }
 
 /* ------------------------------------------------------------------------ */
@@ -693,6 +870,13 @@ static void tweak_wdrv(struct vrt_config *c)
 	c->park_ops = &wdrv_ops;
 	c->park_ctx = NULL;
 	c->stall_warn_ms = 0; /* no rescue by the stall monitor */
+	if (gather_mode >= 0) {
+		/* The gather rule needs the monitor; its verdict is forced to
+		 * hold, which also keeps the monitor's held-up rescue from
+		 * spreading: only the owed wake-up can bring the light task. */
+		c->stall_warn_ms = VRT_STALL_WARN_MS_MAX;
+		set_gather(c);
+	}
 }
 
 /* Polls that take next to no time: gives its worker a poll-time estimate
@@ -844,6 +1028,18 @@ static void test_driver_wake_owed_one_park_late(void **st)
 	owes_a_wake(true);
 }
 
+/* The gather rule, holding, holds no wake-up owed to a sibling that
+ * sleeps with no bound: A is woken and steals the light task. */
+static void test_driver_wake_owed_under_gather(void **st)
+{
+	(void)st;
+	gather_mode = 0;
+	owes_a_wake(false);
+	gather_mode = 0;
+	owes_a_wake(true);
+	gather_reset();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -856,6 +1052,10 @@ int main(void)
 		cmocka_unit_test(test_queued_behind_long_poll),
 		cmocka_unit_test(test_driver_wake_owes_a_wake),
 		cmocka_unit_test(test_driver_wake_owed_one_park_late),
+		cmocka_unit_test(test_held_wake_strands_nothing),
+		cmocka_unit_test(test_gather_holds_work_on_its_worker),
+		cmocka_unit_test(test_gather_spreads_when_saturated),
+		cmocka_unit_test(test_driver_wake_owed_under_gather),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
