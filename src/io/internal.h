@@ -160,6 +160,8 @@ struct vio_listener {
 	struct vio *io;
 	unsigned n;
 	int port;
+	bool own;                  /* created here (one SO_REUSEPORT group), not adopted */
+	unsigned width;            /* vio_listener_spread's last width (0: none set) */
 	struct vio_listener *next; /* io->listeners, under io->mu */
 	_Atomic unsigned *fd_users; /* adopted: per fd, lsocks still using it */
 	struct vio_lsock ls[];

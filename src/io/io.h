@@ -137,6 +137,14 @@ int vio_listener_adopt(struct vio *io, const int *fds, unsigned nfds,
 		       struct vio_listener **out);
 /* Number of accept queues (= workers) and the bound port (host order). */
 unsigned vio_listener_count(const struct vio_listener *l);
+/* New connections to the accept queues of the first `width` workers only
+ * (1 .. vio_listener_count: a classic BPF program on the SO_REUSEPORT
+ * group picks one of them at random; at the count, the kernel's own choice
+ * over all of them), so that work gathers on the workers that carry it.
+ * Adopted sockets (socket activation) are left as the kernel groups them.
+ * 0, or -errno with the queues as they were. One caller at a time (the
+ * daemon's main thread). */
+int vio_listener_spread(struct vio_listener *l, unsigned width);
 int vio_listener_port(const struct vio_listener *l);
 /* Stop accepting. Connections the kernel has already handed over (queued,
  * or from an accept completing meanwhile) are still returned by vio_accept,

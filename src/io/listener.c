@@ -28,6 +28,7 @@
 #include "base/time.h"
 
 #include <errno.h>
+#include <linux/filter.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -169,6 +170,7 @@ int vio_listener_new(struct vio *io, const struct sockaddr *addr, socklen_t addr
 	l = listener_alloc(io);
 	if (!l)
 		return -ENOMEM;
+	l->own = true;
 	for (unsigned i = 0; i < l->n; i++) {
 		fd = listen_socket(&ss, addrlen, backlog);
 		if (fd < 0) {
@@ -192,6 +194,41 @@ int vio_listener_new(struct vio *io, const struct sockaddr *addr, socklen_t addr
 err:
 	listener_free(l);
 	return r;
+}
+
+int vio_listener_spread(struct vio_listener *l, unsigned width)
+{
+	int fd;
+
+	if (!l->own || l->n < 2)
+		return 0;
+	if (width < 1)
+		width = 1;
+	if (width > l->n)
+		width = l->n;
+	if (width == l->width)
+		return 0;
+	/* The group's sockets are indexed in the order they were bound:
+	 * ours are ls[0..n-1], created in that order, so index i is worker
+	 * i's queue. A program on any member is the group's. */
+	fd = l->ls[0].fd;
+	if (width == l->n) {
+		if (setsockopt(fd, SOL_SOCKET, SO_DETACH_REUSEPORT_BPF, &(int){ 0 }, sizeof(int)) < 0 &&
+		    errno != ENOENT)
+			return -errno;
+	} else {
+		struct sock_filter code[] = {
+			BPF_STMT(BPF_LD | BPF_W | BPF_ABS, (uint32_t)(SKF_AD_OFF + SKF_AD_RANDOM)),
+			BPF_STMT(BPF_ALU | BPF_MOD | BPF_K, width),
+			BPF_STMT(BPF_RET | BPF_A, 0),
+		};
+		struct sock_fprog prog = { .len = sizeof(code) / sizeof(code[0]), .filter = code };
+
+		if (setsockopt(fd, SOL_SOCKET, SO_ATTACH_REUSEPORT_CBPF, &prog, sizeof(prog)) < 0)
+			return -errno;
+	}
+	l->width = width;
+	return 0;
 }
 
 int vio_listener_adopt(struct vio *io, const int *fds, unsigned nfds, struct vio_listener **out)

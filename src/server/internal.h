@@ -468,6 +468,7 @@ struct vsrv {
 
 	struct vio_listener *listeners[VSRV_MAX_LISTEN];
 	unsigned n_listeners;
+	bool spread_failed;           /* vsrv_spread: said once that it cannot */
 	/* One member per worker (chan.h, vch_set): a worker's connections
 	 * send their jobs to its member of `jobs`, its executors take them
 	 * there first and their replies go to its member of `replies`;

@@ -29,7 +29,8 @@ TESTS += \
 	tests/integration/test_admit.py \
 	tests/integration/test_linger.py \
 	tests/integration/test_trace.py \
-	tests/integration/test_blocking.py
+	tests/integration/test_blocking.py \
+	tests/integration/test_gather.py
 EXTRA_DIST += \
 	tests/integration/httputil.py \
 	tests/integration/test_access_log.py \
@@ -43,7 +44,8 @@ EXTRA_DIST += \
 	tests/integration/test_admit.py \
 	tests/integration/test_linger.py \
 	tests/integration/test_trace.py \
-	tests/integration/test_blocking.py
+	tests/integration/test_blocking.py \
+	tests/integration/test_gather.py
 
 # Only a build with --enable-line-audit counts shared-line writes (scripts/test's
 # ASan tree); elsewhere the test would have nothing to read.

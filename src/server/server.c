@@ -165,7 +165,25 @@ static int make_listeners(struct vsrv *srv)
 			return rc;
 		srv->n_listeners++;
 	}
+	vsrv_spread(srv); /* before the first connection can come */
 	return 0;
+}
+
+void vsrv_spread(struct vsrv *srv)
+{
+	unsigned width = vrt_spread_width(srv->rt);
+
+	for (unsigned i = 0; i < srv->n_listeners; i++) {
+		int rc = vio_listener_spread(srv->listeners[i], width);
+
+		if (rc < 0 && !srv->spread_failed) {
+			/* Then the kernel spreads them over every worker, as it
+			 * did before; said once. */
+			srv->spread_failed = true;
+			vb_warn("server: new connections cannot be gathered on %u of %u workers: %s",
+				width, vio_listener_count(srv->listeners[i]), strerror(-rc));
+		}
+	}
 }
 
 static int make_tasks(struct vsrv *srv)

@@ -115,6 +115,12 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io,
  * served. 0 or -errno (-ESHUTDOWN: the runtime stopped). */
 int vsrv_start(struct vsrv *srv);
 
+/* New connections to as many workers as the work needs now
+ * (vrt_spread_width: the gather rule; all of them with scheduler.gather
+ * off), so that a second worker is not handed connections one worker
+ * serves well. Called by vsrv_new and by the daemon's tick; main thread. */
+void vsrv_spread(struct vsrv *srv);
+
 /* Number of listeners and the port listener i is bound to (host order). */
 unsigned vsrv_listener_count(const struct vsrv *srv);
 int vsrv_port(const struct vsrv *srv, unsigned i);

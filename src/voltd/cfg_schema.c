@@ -65,6 +65,11 @@ static int live_io_reap_us(const struct vcfg_live *to, const struct vcfg *c)
 	return to->rt ? vrt_set_io_reap_us(to->rt, c->scheduler.io_reap_us) : 0;
 }
 
+static int live_gather(const struct vcfg_live *to, const struct vcfg *c)
+{
+	return to->rt ? vrt_set_gather(to->rt, c->scheduler.gather) : 0;
+}
+
 /* -EINVAL when the runtime started without its monitor: the daemon keeps
  * the running value then (voltd/reconf.c: monitor_off). */
 static int live_stall_warn_ms(const struct vcfg_live *to, const struct vcfg *c)
@@ -139,6 +144,9 @@ static const struct vcfg_key schema[] = {
 	{ "scheduler", "io_reap_us", VCFG_UINT, "100", 0, VRT_IO_REAP_US_MAX, F(scheduler.io_reap_us),
 	  .unit = "us", .apply = live_io_reap_us,
 	  .doc = "at the end of a slice, look at I/O completions if none were reaped for this long; 0 = by io_poll_interval only" },
+	{ "scheduler", "gather", VCFG_BOOL, "on", 0, 1, F(scheduler.gather),
+	  .apply = live_gather,
+	  .doc = "work stays on the worker that has it (no sibling woken, no stealing, new connections to busy workers) until one is saturated or held up" },
 	/* [io] */
 	{ "io", "backend", VCFG_ENUM, "auto", 0, 0, F(io.backend),
 	  .choices = backend_names,

@@ -189,6 +189,7 @@ static void tick(struct vd_life *l)
 	check_health(l);
 	watchdog(l, now);
 	status(l, now, false);
+	vsrv_spread(l->srv);
 	vd_mem_trim(&l->trim, l->srv, now);
 }
 

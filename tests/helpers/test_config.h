@@ -35,6 +35,7 @@ static inline void tcfg_rt(struct vrt_config *c)
 	c->park_timeout_ms = 2;
 	c->io_poll_interval = 61;
 	c->io_reap_us = 100;
+	c->gather = true;
 }
 
 /* The schema's [io] values. */
