@@ -7,10 +7,14 @@
  * two other threads at once, wakes of parked (pending) tasks from other
  * threads, or one task that fans out into local spawns. Workers park without
  * a timeout, so a lost wakeup never ends: any task not run within a second
- * fails the test (and the watchdog catches a hang anywhere else).
- * Threads: main, 2 helpers, 2 or 3 workers, watchdog.
+ * fails the test (and the watchdog catches a hang anywhere else). A third
+ * pass runs 2 workers with the gather rule holding every wake-up it may
+ * hold (the monitor's verdict forced: only the owed wake-up of a sibling
+ * parked with no bound remains): held wake-ups must strand nothing.
+ * Threads: main, 2 helpers, 2 or 3 workers, watchdog (and the monitor).
  */
 #include "rt/rt.h"
+#include "rt/internal.h" /* vrt__test_spreading */
 #include "base/compiler.h"
 #include "stress_rt_harness.h"
 
@@ -199,6 +203,14 @@ static void run_cycles(unsigned workers, uint64_t cycles, struct vb_rng *rng, ui
 	}
 }
 
+static void tweak_gather(struct vrt_config *c)
+{
+	c->gather = true;
+	c->stall_warn_ms = 20; /* the gather rule's monitor */
+	/* relaxed: read by the monitor thread, which starts after this. */
+	atomic_store_explicit(&vrt__test_spreading, 0, memory_order_relaxed);
+}
+
 int main(void)
 {
 	struct vb_rng rng;
@@ -213,8 +225,10 @@ int main(void)
 		vb_event_init(&helpers[h].done);
 		pthread_create(&helpers[h].th, NULL, helper_main, &helpers[h]);
 	}
-	for (unsigned workers = 2; workers <= 3; workers++) {
-		rt = sh_rt_new(workers, true, NULL);
+	for (unsigned pass = 0; pass < 3; pass++) {
+		unsigned workers = pass == 1 ? 3 : 2;
+
+		rt = sh_rt_new(workers, true, pass == 2 ? tweak_gather : NULL);
 		for (unsigned i = 0; i < SLEEPERS; i++) {
 			sleepers[i] = it_new();
 			sleepers[i]->sleeper = true;
@@ -224,9 +238,10 @@ int main(void)
 		wait_parked(workers);
 		t0 = vb_now_ns();
 		run_cycles(workers, workers == 2 ? cycles : cycles / 2, &rng, kinds);
-		printf("# %u workers: %" PRIu64 " cycles in %.2f s, max run latency %.3f ms"
+		printf("# %u workers%s: %" PRIu64 " cycles in %.2f s, max run latency %.3f ms"
 		       " (remote %" PRIu64 ", remote x2 %" PRIu64 ", wake %" PRIu64 ", fan-out %" PRIu64 ")\n",
-		       workers, workers == 2 ? cycles : cycles / 2, (double)(vb_now_ns() - t0) / 1e9,
+		       workers, pass == 2 ? ", gather holding" : "", workers == 2 ? cycles : cycles / 2,
+		       (double)(vb_now_ns() - t0) / 1e9,
 		       (double)atomic_load(&max_lat) / 1e6, kinds[0], kinds[1], kinds[2], kinds[3]);
 		for (unsigned i = 0; i < SLEEPERS; i++) {
 			vrt_task_cancel(&sleepers[i]->t);
@@ -234,6 +249,7 @@ int main(void)
 			vrt_task_unref(&sleepers[i]->t);
 		}
 		sh_rt_free(rt, VRT_SHUTDOWN_DRAIN);
+		atomic_store(&vrt__test_spreading, -1);
 		/* every task made so far was freed exactly once */
 		SH_CHECK(atomic_load(&n_dropped) == atomic_load(&n_created),
 			 "dropped %" PRIu64 " of %" PRIu64, atomic_load(&n_dropped), atomic_load(&n_created));
