@@ -27,8 +27,7 @@
 
 /* ------------------------------------------------------------------ errors */
 
-static void add_err(struct vb_strlist *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_err(struct vb_strlist *e, const char *fmt, ...)
+void vcfg__add_err(struct vb_strlist *e, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -51,7 +50,7 @@ int vcfg_set(struct vcfg *cfg, const struct vcfg_key *k, const char *value,
 	int rc = vcfg__type(k)->parse(cfg, k, value, why, sizeof(why));
 
 	if (rc < 0) {
-		add_err(err, KEYFMT "%s", where, k->section, k->name, why);
+		vcfg__add_err(err, KEYFMT "%s", where, k->section, k->name, why);
 		return rc;
 	}
 	/* A long FILE:LINE is cut: the source is for people. */
@@ -308,7 +307,7 @@ static char *read_line(char *str, int num, void *stream)
 	str[n] = '\0';
 	c->line++;
 	if (c->too_long) {
-		add_err(c->err, "%s:%d: line longer than %d characters", c->name, c->line, num - 3);
+		vcfg__add_err(c->err, "%s:%d: line longer than %d characters", c->name, c->line, num - 3);
 		c->errors++;
 		c->too_long = false;
 		str[0] = '\0'; /* skip it */
@@ -327,14 +326,14 @@ static int module_key(struct load_ctx *c, const char *section, const char *name,
 
 	while (vcfg__pending_next(c->cfg, &pos, &p)) {
 		if (p.line && strcmp(p.section, section) == 0 && strcmp(p.key, name) == 0) {
-			add_err(c->err, "%s: %s.%s: duplicate key (first set on line %d)", where, section, name,
+			vcfg__add_err(c->err, "%s: %s.%s: duplicate key (first set on line %d)", where, section, name,
 				p.line);
 			c->errors++;
 			return 1;
 		}
 	}
 	if (pending_add(c->cfg, c->line, where, section, name, value) < 0) {
-		add_err(c->err, "%s: %s.%s: more module keys than voltd holds (%d bytes of them)", where, section,
+		vcfg__add_err(c->err, "%s: %s.%s: more module keys than voltd holds (%d bytes of them)", where, section,
 			name, VCFG_PENDING_BYTES);
 		c->errors++;
 	}
@@ -358,15 +357,15 @@ static int on_key(void *user, const char *section, const char *name, const char 
 			section_known |= strcmp(schema[i].section, section) == 0;
 		if (!*section) {
 			const char *s = vcfg__suggest("", name, sug, sizeof(sug));
-			add_err(c->err, "%s: %s: key outside any [section]%s%s%s", where, name,
+			vcfg__add_err(c->err, "%s: %s: key outside any [section]%s%s%s", where, name,
 				s ? " (did you mean " : "", s ? s : "", s ? "?)" : "");
 		} else if (!section_known) {
 			const char *s = vcfg__suggest(section, NULL, sug, sizeof(sug));
-			add_err(c->err, "%s: %s.%s: unknown section [%s]%s%s%s", where, section, name, section,
+			vcfg__add_err(c->err, "%s: %s.%s: unknown section [%s]%s%s%s", where, section, name, section,
 				s ? " (did you mean [" : "", s ? s : "", s ? "]?)" : "");
 		} else {
 			const char *s = vcfg__suggest(section, name, sug, sizeof(sug));
-			add_err(c->err, "%s: %s.%s: unknown key%s%s%s", where, section, name,
+			vcfg__add_err(c->err, "%s: %s.%s: unknown key%s%s%s", where, section, name,
 				s ? " (did you mean " : "", s ? s : "", s ? "?)" : "");
 		}
 		c->errors++;
@@ -374,7 +373,7 @@ static int on_key(void *user, const char *section, const char *name, const char 
 	}
 	size_t idx = vcfg_key_index(k);
 	if (c->set_line[idx]) {
-		add_err(c->err, "%s: %s.%s: duplicate key (first set on line %d)", where, section, name,
+		vcfg__add_err(c->err, "%s: %s.%s: duplicate key (first set on line %d)", where, section, name,
 			c->set_line[idx]);
 		c->errors++;
 		return 1;
@@ -393,10 +392,10 @@ static int load(struct load_ctx *c)
 	int rc = ini_parse_stream(read_line, c, on_key, c);
 	if (rc > 0) {
 		/* inih reports the first line it could not parse. */
-		add_err(c->err, "%s:%d: syntax error: expected '[section]' or 'key = value'", c->name, rc);
+		vcfg__add_err(c->err, "%s:%d: syntax error: expected '[section]' or 'key = value'", c->name, rc);
 		c->errors++;
 	} else if (rc < 0) {
-		add_err(c->err, "%s: cannot parse (out of memory)", c->name);
+		vcfg__add_err(c->err, "%s: cannot parse (out of memory)", c->name);
 		c->errors++;
 	}
 	if (c->errors == 0)
@@ -411,7 +410,7 @@ int vcfg_load_file(struct vcfg *cfg, const char *path, struct vb_strlist *err)
 	snprintf(cfg->file, sizeof(cfg->file), "%s", path);
 	c.fp = fopen(path, "re");
 	if (!c.fp) {
-		add_err(err, "%s: cannot open: %s", path, strerror(errno));
+		vcfg__add_err(err, "%s: cannot open: %s", path, strerror(errno));
 		return 1;
 	}
 	int n = load(&c);
@@ -440,7 +439,7 @@ int vcfg_override(struct vcfg *cfg, const char *assignment, struct vb_strlist *e
 			dot = p;
 	if (!dot || !eq || (size_t)(dot - assignment) >= sizeof(section) ||
 	    (size_t)(eq - dot - 1) >= sizeof(key)) {
-		add_err(err, "-s %s: expected SECTION.KEY=VALUE", assignment);
+		vcfg__add_err(err, "-s %s: expected SECTION.KEY=VALUE", assignment);
 		return 1;
 	}
 	memcpy(section, assignment, (size_t)(dot - assignment));
@@ -450,14 +449,14 @@ int vcfg_override(struct vcfg *cfg, const char *assignment, struct vb_strlist *e
 	if (vcfg__module_section(section)) {
 		if (pending_add(cfg, 0, "-s", section, key, eq + 1) == 0)
 			return 0;
-		add_err(err, "-s: %s.%s: more module keys than voltd holds (%d bytes of them)", section, key,
+		vcfg__add_err(err, "-s: %s.%s: more module keys than voltd holds (%d bytes of them)", section, key,
 			VCFG_PENDING_BYTES);
 		return 1;
 	}
 	const struct vcfg_key *k = vcfg_key_find(section, key);
 	if (!k) {
 		const char *s = vcfg__suggest(section, key, sug, sizeof(sug));
-		add_err(err, "-s: %s.%s: unknown key%s%s%s", section, key, s ? " (did you mean " : "",
+		vcfg__add_err(err, "-s: %s.%s: unknown key%s%s%s", section, key, s ? " (did you mean " : "",
 			s ? s : "", s ? "?)" : "");
 		return 1;
 	}
@@ -469,14 +468,14 @@ int vcfg_validate(const struct vcfg *cfg, const char *where, struct vb_strlist *
 	int n = 0;
 
 	if (cfg->scheduler.global_interval_min > cfg->scheduler.global_interval_max) {
-		add_err(err, "%s: scheduler.global_interval_min: %u is greater than scheduler.global_interval_max (%u)",
+		vcfg__add_err(err, "%s: scheduler.global_interval_min: %u is greater than scheduler.global_interval_max (%u)",
 			where, cfg->scheduler.global_interval_min, cfg->scheduler.global_interval_max);
 		n++;
 	}
 	for (unsigned i = 0; i < cfg->server.n_listen; i++)
 		for (unsigned j = 0; j < i; j++)
 			if (strcmp(cfg->listen_text[i], cfg->listen_text[j]) == 0) {
-				add_err(err, "%s: server.listen: %s is listed twice", where, cfg->listen_text[i]);
+				vcfg__add_err(err, "%s: server.listen: %s is listed twice", where, cfg->listen_text[i]);
 				n++;
 			}
 	return n;
@@ -512,7 +511,7 @@ static int check_group(const struct vcfg *cfg, const char *name, const char *val
 	free(buf);
 	if (res)
 		return 0;
-	add_err(err, KEYFMT "no group '%s' on this machine%s%s", source_of(cfg, "control", name), "control", name,
+	vcfg__add_err(err, KEYFMT "no group '%s' on this machine%s%s", source_of(cfg, "control", name), "control", name,
 		value, rc ? ": " : "", rc ? strerror(rc) : "");
 	return 1;
 }
@@ -575,7 +574,7 @@ int vcfg_check_host(const struct vcfg *cfg, struct vb_strlist *err)
 		for (unsigned j = 0; j < i; j++) {
 			if (strcmp(b[i].name, b[j].name) == 0 || !addr_clash(b[i].ss, b[j].ss))
 				continue;
-			add_err(err, KEYFMT "%s overlaps %s.%s = %s (%s): both cannot listen", source_of(cfg, b[i].section, b[i].name),
+			vcfg__add_err(err, KEYFMT "%s overlaps %s.%s = %s (%s): both cannot listen", source_of(cfg, b[i].section, b[i].name),
 				b[i].section, b[i].name, b[i].text, b[j].section, b[j].name, b[j].text,
 				source_of(cfg, b[j].section, b[j].name));
 			errors++;

@@ -54,6 +54,9 @@ static inline const void *vcfg__cfield(const struct vcfg *cfg, const struct vcfg
  * section when key is NULL) into buf, when close enough to be a typo;
  * NULL when none is. */
 const char *vcfg__suggest(const char *section, const char *key, char *buf, size_t len);
+/* Append one formatted error to e (NULL: count nothing); out of memory
+ * loses the message, not the count. cfg.c. */
+void vcfg__add_err(struct vb_strlist *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* An assignment of a module's section that waits for its module. */
 struct vcfg__pending {

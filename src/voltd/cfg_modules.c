@@ -42,18 +42,6 @@ static struct opened {
 } opened[VCFG_MAX_MODULES];
 static unsigned n_opened;
 
-static void add_err(struct vb_strlist *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_err(struct vb_strlist *e, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!e)
-		return;
-	va_start(ap, fmt);
-	(void)vb_strlist_vadd(e, fmt, ap); /* out of memory: the message is lost, the count is not */
-	va_end(ap);
-}
-
 /* ------------------------------------------------------------------ rows */
 
 int vcfg__module_rows(struct vjob_mod *m, const char *section, struct vcfg_key *out, size_t room)
@@ -119,7 +107,7 @@ static int push_keys(const struct vcfg *cfg, struct vjob_mod *m, bool live_only,
 		int rc = text ? vjob_mod_key_set(m, r->mod_key, text, why, sizeof(why)) : -ENOMEM;
 		free(text);
 		if (rc < 0) {
-			add_err(err, "%s: %s.%s: %s", cfg->source[i], r->section, r->name,
+			vcfg__add_err(err, "%s: %s.%s: %s", cfg->source[i], r->section, r->name,
 				*why ? why : strerror(-rc));
 			if (first == 0)
 				first = rc;
@@ -178,14 +166,14 @@ static struct opened *open_module(struct vcfg *cfg, const struct vcfg_module *se
 	int n, rc;
 
 	if (n_opened == VCFG_MAX_MODULES) {
-		add_err(err, "%s: module.%s: more than %d modules", sec->where, sec->name, VCFG_MAX_MODULES);
+		vcfg__add_err(err, "%s: module.%s: more than %d modules", sec->where, sec->name, VCFG_MAX_MODULES);
 		return NULL;
 	}
 	rc = vjob_mod_open(sec->name, file, &m, why, sizeof(why));
 	if (rc < 0) {
 		/* The message names the file, whether or not the reason does. */
 		bool named = strstr(why, file) != NULL;
-		add_err(err, "%s: module.%s: %s%s%s", sec->where, sec->name, named ? "" : file, named ? "" : ": ",
+		vcfg__add_err(err, "%s: module.%s: %s%s%s", sec->where, sec->name, named ? "" : file, named ? "" : ": ",
 			*why ? why : strerror(-rc));
 		return NULL;
 	}
@@ -207,7 +195,7 @@ static struct opened *open_module(struct vcfg *cfg, const struct vcfg_module *se
 	size_t before;
 	vcfg_schema(&before);
 	if (n < 0 || vcfg__add_section(o->section, o->doc) < 0 || vcfg__add_rows(rows, (size_t)n + 1) < 0) {
-		add_err(err, "%s: module.%s: %s: its keys do not fit: voltd holds %d keys and %d bytes of "
+		vcfg__add_err(err, "%s: module.%s: %s: its keys do not fit: voltd holds %d keys and %d bytes of "
 			"module values in all", sec->where, sec->name, file, VCFG_MAX_KEYS, VCFG_DYN_BYTES);
 		vjob_mod_close(m); /* its file stays mapped */
 		return NULL;
@@ -240,7 +228,7 @@ static int module_file(const struct vcfg *cfg, const struct vcfg_module *sec, ch
 		}
 	int n = path[0] == '/' ? snprintf(file, len, "%s", path) : snprintf(file, len, "%s/%s", cfg->modules.dir, path);
 	if (!path[0] || (size_t)n >= len) {
-		add_err(err, "%s: %s.path: %s", *where, section,
+		vcfg__add_err(err, "%s: %s.path: %s", *where, section,
 			path[0] ? "the file's name is too long (with [modules] dir)" : "empty");
 		return -EINVAL;
 	}
@@ -257,12 +245,12 @@ static int load_module(struct vcfg *cfg, const struct vcfg_module *sec, bool may
 	int errors = 0;
 
 	if (!module_name_ok(sec->name)) {
-		add_err(err, "%s: module.%s: not a module name (a-z, 0-9 and _, 1 to %d characters)", sec->where,
+		vcfg__add_err(err, "%s: module.%s: not a module name (a-z, 0-9 and _, 1 to %d characters)", sec->where,
 			sec->name, VCFG_NAME_LEN - 1);
 		return 1;
 	}
 	if (strcmp(sec->name, vjob_mod_name(vjob_mod_builtin())) == 0) {
-		add_err(err, "%s: module.%s: the built-in module: its keys are set in [" VCFG_BUILTIN_SECTION "]",
+		vcfg__add_err(err, "%s: module.%s: the built-in module: its keys are set in [" VCFG_BUILTIN_SECTION "]",
 			sec->where, sec->name);
 		return 1;
 	}
@@ -270,7 +258,7 @@ static int load_module(struct vcfg *cfg, const struct vcfg_module *sec, bool may
 		return 1;
 	o = find_opened(sec->name);
 	if (!o && !may_open) {
-		add_err(err, "%s: module.%s: a module is loaded at start only: restart voltd to load it "
+		vcfg__add_err(err, "%s: module.%s: a module is loaded at start only: restart voltd to load it "
 			"(a reload cannot)", sec->where, sec->name);
 		return 1;
 	}
@@ -279,7 +267,7 @@ static int load_module(struct vcfg *cfg, const struct vcfg_module *sec, bool may
 		if (!o)
 			return 1;
 	} else if (strcmp(o->file, file) != 0) {
-		add_err(err, "%s: module.%s.path: %s is not the file module %s was loaded from (%s): a loaded "
+		vcfg__add_err(err, "%s: module.%s.path: %s is not the file module %s was loaded from (%s): a loaded "
 			"module is never replaced; restart voltd to load another file", path_where, sec->name, file,
 			sec->name, o->file);
 		errors++;
@@ -290,7 +278,7 @@ static int load_module(struct vcfg *cfg, const struct vcfg_module *sec, bool may
 		const struct vcfg_key *k = vcfg_key_find(p.section, p.key);
 		if (!k) {
 			const char *s = vcfg__suggest(p.section, p.key, sug, sizeof(sug));
-			add_err(err, "%s: %s.%s: unknown key%s%s%s", p.where, p.section, p.key,
+			vcfg__add_err(err, "%s: %s.%s: unknown key%s%s%s", p.where, p.section, p.key,
 				s ? " (did you mean " : "", s ? s : "", s ? "?)" : "");
 			errors++;
 		} else if (vcfg_set(cfg, k, p.value, p.where, err) < 0) {
@@ -315,12 +303,12 @@ int vcfg_load_modules(struct vcfg *cfg, bool may_open, struct vb_strlist *err)
 	int errors = 0;
 
 	if (cfg->too_many_modules) {
-		add_err(err, "%s: more than %d [module.NAME] sections", cfg->file, VCFG_MAX_MODULES);
+		vcfg__add_err(err, "%s: more than %d [module.NAME] sections", cfg->file, VCFG_MAX_MODULES);
 		errors++;
 	}
 	while (vcfg__pending_next(cfg, &pos, &p))
 		if (p.line == 0 && !find_section(cfg, p.section + 7)) { /* the file's have their line */
-			add_err(err, "%s: %s.%s: no [%s] section in the file (a module is loaded by its section)",
+			vcfg__add_err(err, "%s: %s.%s: no [%s] section in the file (a module is loaded by its section)",
 				p.where, p.section, p.key, p.section);
 			errors++;
 		}
@@ -328,7 +316,7 @@ int vcfg_load_modules(struct vcfg *cfg, bool may_open, struct vb_strlist *err)
 		errors += load_module(cfg, &cfg->module[i], may_open, err);
 	for (unsigned i = 0; !may_open && i < n_opened; i++)
 		if (!find_section(cfg, opened[i].name)) {
-			add_err(err, "%s: module.%s: its section is gone, but a loaded module is never unloaded: "
+			vcfg__add_err(err, "%s: module.%s: its section is gone, but a loaded module is never unloaded: "
 				"restart voltd to unload it (loaded by %s)", cfg->file, opened[i].name, opened[i].where);
 			errors++;
 		}
@@ -347,7 +335,7 @@ static int start_module(const struct vcfg *cfg, struct vjob_mod *m, const char *
 	int rc = vjob_mod_start(m, flags, why, sizeof(why));
 	if (rc < 0) {
 		bool named = strstr(why, file) != NULL;
-		add_err(err, "%s: module.%s: %s%s%s", where, vjob_mod_name(m), named ? "" : file, named ? "" : ": ",
+		vcfg__add_err(err, "%s: module.%s: %s%s%s", where, vjob_mod_name(m), named ? "" : file, named ? "" : ": ",
 			*why ? why : strerror(-rc));
 		return 1;
 	}
@@ -386,7 +374,7 @@ int vcfg_check_module_reload(const struct vcfg *run, const struct vcfg *next, st
 		if (a && b && strcmp(a, b) != 0) {
 			/* back to its default: the line is gone, the file is named */
 			const char *where = strcmp(next->source[i], "default") ? next->source[i] : next->file;
-			add_err(err, "%s: %s.%s: %s -> %s: a module's restart-only key changes only at a restart "
+			vcfg__add_err(err, "%s: %s.%s: %s -> %s: a module's restart-only key changes only at a restart "
 				"(a module is never reloaded); restart voltd to apply it", where, r->section, r->name,
 				a, b);
 			errors++;
