@@ -355,6 +355,7 @@ struct vrt_mon_worker {
 	int64_t cpu_since_ns;       /* when cpu_at_first_ns was read */
 	bool flagged;
 	uint64_t gather_cpu_ns;     /* thread CPU time at the last tick */
+	bool held;                  /* in one poll at two ticks (tick) */
 	unsigned busy_pct;          /* its CPU share lately (EWMA over ticks) */
 	/* published */
 	_Atomic int64_t stall_since_ns; /* first_seen of a flagged stall; 0: none */
@@ -375,7 +376,7 @@ struct vrt_monitor {
 	_Atomic uint32_t deep vb_cacheline_aligned;
 	struct vrt_mon_worker *w;       /* nworkers entries */
 	int64_t gather_ns;              /* the gather rule's last tick */
-	bool held_up;                   /* this tick found a worker held up */
+	bool held_up;                   /* this tick found a worker held up in one poll */
 };
 
 /* ------------------------------------------------------------- registry */
@@ -426,6 +427,10 @@ struct vrt {
 	_Atomic bool spreading;
 	_Atomic uint32_t spread_width;
 	_Atomic uint64_t spreads;       /* monitor-written statistic */
+	/* vrt_set_spread_hook: ctx stored before fn ([G1] release on fn,
+	 * acquire in gather_tick), so a caller that sees fn sees its ctx. */
+	_Atomic(void (*)(void *)) spread_fn;
+	_Atomic(void *) spread_ctx;
 	_Atomic uint32_t phase;          /* enum vrt_phase */
 
 	struct vrt_inject inject;        /* own line */

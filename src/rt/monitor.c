@@ -335,14 +335,17 @@ static void tick(struct vrt *rt, uint64_t warn_ns)
 			/* A poll seen at two ticks (flagged or not: the thread
 			 * may be runnable without CPU, or detection off) holds
 			 * up its ring: wake a parked sibling to steal it. */
-			if (running && (vrt__wsq_len(&w->q) != 0 || vrt__wsq_len(&w->cq) != 0)) {
-				rt->mon.held_up = true; /* the gather rule spreads (gather_tick) */
+			/* The gather rule spreads while a worker is held up
+			 * (gather_tick): its queue to siblings, new connections
+			 * to the others. */
+			m->held = rt->mon.held_up = true;
+			if (running && (vrt__wsq_len(&w->q) != 0 || vrt__wsq_len(&w->cq) != 0))
 				vrt__notify_parked(rt);
-			}
 			continue;
 		}
 		if (m->flagged)
 			unflag_stall(i, m, now);
+		m->held = false;
 		m->seen_in_poll = in_poll;
 		m->last_polls = polls;
 		m->first_seen_ns = now;
@@ -357,17 +360,9 @@ static void tick(struct vrt *rt, uint64_t warn_ns)
  * worker's CPU share since the last tick (its thread's CPU time over the
  * wall time), an EWMA over ticks (halved each tick: some 2 periods), and
  * the verdict the workers read: spread while a worker is saturated, while
- * two workers are busy, or while a worker is held up in one poll with work
- * queued (tick).
+ * two workers are busy, or while a worker is held up in one poll (tick);
+ * and the width for new connections, whose change calls the spread hook.
  */
-static void store_if_changed_u32(_Atomic uint32_t *p, uint32_t v)
-{
-	/* relaxed (both): a verdict read as a hint; stored only when it
-	 * changes so that the workers' copies of the line stay valid. */
-	if (atomic_load_explicit(p, memory_order_relaxed) != v)
-		atomic_store_explicit(p, v, memory_order_relaxed);
-}
-
 _Atomic int vrt__test_spreading = -1;
 
 static void gather_tick(struct vrt *rt, int64_t now)
@@ -388,7 +383,9 @@ static void gather_tick(struct vrt *rt, int64_t now)
 			m->busy_pct = (m->busy_pct + (unsigned)(pct > 100 ? 100 : pct)) / 2;
 		}
 		m->gather_cpu_ns = cpu;
-		busy += m->busy_pct >= VRT_GATHER_BUSY_PCT;
+		/* Held up in one poll counts as busy, spinning or not: new
+		 * connections must go past it. */
+		busy += m->busy_pct >= VRT_GATHER_BUSY_PCT || m->held;
 		saturated += m->busy_pct >= VRT_GATHER_SATURATED_PCT;
 	}
 	mon->gather_ns = now;
@@ -396,10 +393,10 @@ static void gather_tick(struct vrt *rt, int64_t now)
 		mon->held_up = false;
 		return;
 	}
-	/* A worker held up in one poll with work queued (tick) spreads
-	 * whatever the shares say: its work would wait for the poll's end. */
-	/* Two busy workers keep it spreading: their work spread before and
-	 * still takes both (neither alone is saturated then). */
+	/* A worker held up in one poll (tick) spreads whatever the shares
+	 * say: its queue would wait for the poll's end. Two busy workers keep
+	 * it spreading: their work spread before and still takes both
+	 * (neither alone is saturated then). */
 	spreading = mon->held_up || saturated >= 1 || busy >= 2;
 	mon->held_up = false;
 	/* relaxed: a test's setting. */
@@ -407,14 +404,24 @@ static void gather_tick(struct vrt *rt, int64_t now)
 		spreading = test;
 	width = busy + spreading;
 	width = width < 1 ? 1 : width > rt->nworkers ? rt->nworkers : width;
-	/* relaxed: as store_if_changed_u32. */
+	/* relaxed: a verdict read as a hint; stored only when it changes so
+	 * that the workers' copies of the line stay valid. */
 	if (atomic_load_explicit(&rt->spreading, memory_order_relaxed) != spreading) {
 		atomic_store_explicit(&rt->spreading, spreading, memory_order_relaxed);
 		if (spreading)
 			atomic_store_explicit(&rt->spreads, atomic_load_explicit(&rt->spreads, memory_order_relaxed) + 1,
 					      memory_order_relaxed);
 	}
-	store_if_changed_u32(&rt->spread_width, width);
+	/* relaxed: likewise. */
+	if (atomic_load_explicit(&rt->spread_width, memory_order_relaxed) != width) {
+		/* [G1] acquire: pairs with vrt_set_spread_hook's release. */
+		void (*fn)(void *) = atomic_load_explicit(&rt->spread_fn, memory_order_acquire);
+
+		atomic_store_explicit(&rt->spread_width, width, memory_order_relaxed);
+		if (fn)
+			/* relaxed: ordered by [G1]. */
+			fn(atomic_load_explicit(&rt->spread_ctx, memory_order_relaxed));
+	}
 }
 
 static void *monitor_main(void *arg)

@@ -388,6 +388,14 @@ int vrt_set_gather(struct vrt *rt, bool on)
 	return 0;
 }
 
+void vrt_set_spread_hook(struct vrt *rt, void (*fn)(void *ctx), void *ctx)
+{
+	/* relaxed: published by the release store of fn below. */
+	atomic_store_explicit(&rt->spread_ctx, ctx, memory_order_relaxed);
+	/* [G1] release: pairs with gather_tick's acquire load of fn. */
+	atomic_store_explicit(&rt->spread_fn, fn, memory_order_release);
+}
+
 unsigned vrt_spread_width(struct vrt *rt)
 {
 	/* relaxed (both): a tunable and the monitor's verdict. */

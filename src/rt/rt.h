@@ -291,6 +291,12 @@ int vrt_set_gather(struct vrt *rt, bool on);
  * at least VRT_GATHER_BUSY_PCT of their time lately, one more while the
  * gather rule spreads, at least 1. Any thread. */
 unsigned vrt_spread_width(struct vrt *rt);
+/* fn(ctx) is called on the monitor's thread whenever vrt_spread_width's
+ * answer changes (a new connection placement is due at once: a worker
+ * saturated or held up in one poll must not keep receiving them until a
+ * slower tick). NULL fn: none. fn must not call back into the runtime's
+ * shutdown; it may run until vrt_shutdown has stopped the monitor. */
+void vrt_set_spread_hook(struct vrt *rt, void (*fn)(void *ctx), void *ctx);
 /* 0 (detection off; the thread stays) .. VRT_STALL_WARN_MS_MAX; -EINVAL also when the
  * runtime was created without a monitor (stall_warn_ms = 0 at vrt_new). */
 int vrt_set_stall_warn_ms(struct vrt *rt, unsigned ms);

@@ -468,6 +468,11 @@ struct vsrv {
 
 	struct vio_listener *listeners[VSRV_MAX_LISTEN];
 	unsigned n_listeners;
+	/* vsrv_spread runs on the main thread and, through the runtime's
+	 * spread hook, on its monitor's: spread_mu orders them and keeps it
+	 * off the listeners once vsrv_stop closes them (spread_off). */
+	pthread_mutex_t spread_mu;
+	bool spread_off;
 	bool spread_failed;           /* vsrv_spread: said once that it cannot */
 	/* One member per worker (chan.h, vch_set): a worker's connections
 	 * send their jobs to its member of `jobs`, its executors take them

@@ -171,8 +171,14 @@ static int make_listeners(struct vsrv *srv)
 
 void vsrv_spread(struct vsrv *srv)
 {
-	unsigned width = vrt_spread_width(srv->rt);
+	unsigned width;
 
+	pthread_mutex_lock(&srv->spread_mu);
+	if (srv->spread_off) {
+		pthread_mutex_unlock(&srv->spread_mu);
+		return;
+	}
+	width = vrt_spread_width(srv->rt);
 	for (unsigned i = 0; i < srv->n_listeners; i++) {
 		int rc = vio_listener_spread(srv->listeners[i], width);
 
@@ -184,6 +190,12 @@ void vsrv_spread(struct vsrv *srv)
 				width, vio_listener_count(srv->listeners[i]), strerror(-rc));
 		}
 	}
+	pthread_mutex_unlock(&srv->spread_mu);
+}
+
+static void spread_hook(void *ctx)
+{
+	vsrv_spread(ctx);
 }
 
 static int make_tasks(struct vsrv *srv)
@@ -254,6 +266,7 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 	srv->io = io;
 	pthread_mutex_init(&srv->reg_mu, NULL);
 	pthread_mutex_init(&srv->trace_mu, NULL);
+	pthread_mutex_init(&srv->spread_mu, NULL);
 	vsrv__mem_init(srv);
 	atomic_init(&srv->inflight, 0);
 	atomic_init(&srv->copies, 0);
@@ -322,6 +335,9 @@ int vsrv_new(const struct vsrv_config *cfg, struct vrt *rt, struct vio *io, stru
 	rc = make_tasks(srv);
 	if (rc < 0)
 		goto fail;
+	/* The monitor moves new connections as soon as its verdict changes;
+	 * the daemon's tick applies a live change of scheduler.gather. */
+	vrt_set_spread_hook(rt, spread_hook, srv);
 	*out = srv;
 	return 0;
 
@@ -477,6 +493,10 @@ int vsrv_stop(struct vsrv *srv)
 	srv->stopped = true;
 	/* Relaxed: see the Ordering block (the wakes below publish it). */
 	atomic_store_explicit(&srv->draining, true, memory_order_relaxed);
+	vrt_set_spread_hook(srv->rt, NULL, NULL);
+	pthread_mutex_lock(&srv->spread_mu);
+	srv->spread_off = true; /* a hook call under way ends before the close */
+	pthread_mutex_unlock(&srv->spread_mu);
 	for (unsigned i = 0; i < srv->n_listeners; i++)
 		vio_listener_close(srv->listeners[i]);
 	/* The acceptors serve the connections already accepted (queued in
@@ -590,6 +610,7 @@ void vsrv_free(struct vsrv *srv)
 	}
 	pthread_mutex_destroy(&srv->reg_mu);
 	pthread_mutex_destroy(&srv->trace_mu);
+	pthread_mutex_destroy(&srv->spread_mu);
 	free(srv->trace_log);
 	free(srv);
 }

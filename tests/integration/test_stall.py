@@ -61,10 +61,12 @@ def test_stall_flagged_and_others_served(voltd):  # noqa: F811
     # whose connection the other worker accepted are answered now. (A
     # connection accepted by the stalled worker's own listener waits: its
     # I/O completions are on that worker's ring; see doc/runtime.md, "Measurements and the stall monitor".)
-    # Which listener takes a connection is the kernel's SO_REUSEPORT hash
-    # of its ports: each is a coin toss, so with 8 connections 1 run in 256
-    # had none on the free worker and failed (CI, 2026-11-24; 20 runs here
-    # answered 1 to 7 of 8 early). With LIGHTS connections that is 2^-LIGHTS.
+    # Which listener takes a connection: on an idle daemon the gather rule
+    # sends new connections to one worker, the one now stalled; the monitor
+    # sees it held up in one poll at its second tick (before the flag above)
+    # and widens the choice to both workers at once (the spread hook), where
+    # each connection is a coin toss: with LIGHTS connections none on the
+    # free worker has a chance of 2^-LIGHTS.
     answered = []
     lock = threading.Lock()
 

@@ -734,7 +734,7 @@ static void test_gather_holds_work_on_its_worker(void **st)
 /* The gather rule, measured: one task slicing on one worker (its thread
  * busy all the time) for up to 10 s. The monitor (ticks every 10 ms) must
  * find that worker saturated and let work spread (`spreads`, `spreading`,
- * `spread_width` 2). Whether the thread got 90 % of a CPU is the machine's
+ * `spread_width` 2 at some point). Whether the thread got 90 % of a CPU is the machine's
  * business: the test reads the worker's CPU time over each 200 ms and
  * asserts the verdict only once a window shows the share the rule
  * names; a machine too busy to give it one says so and passes. */
@@ -755,6 +755,7 @@ static void test_gather_spreads_when_saturated(void **st)
 	uint64_t cpu0[2];
 	int64_t t0, w0, end;
 	int share = 0, best = 0;
+	uint64_t widest = 0;
 
 	(void)st;
 	gather_mode = 2;
@@ -780,18 +781,23 @@ static void test_gather_spreads_when_saturated(void **st)
 		w0 = vb_now_ns();
 		if (share > best)
 			best = share;
+		if (rs.spread_width > widest)
+			widest = rs.spread_width;
 		/* Two windows after one at 95 %: the monitor's average has
 		 * seen the saturation by then. */
-		if (best >= 95 && rs.spreads > 0)
+		if (best >= 95 && rs.spreads > 0 && widest == 2)
 			break;
 		if (vb_now_ns() > end)
 			break;
 	}
-	print_message("# spinning worker's best CPU share over 200 ms: %d %%; spreads %lu, spreading %lu, width %lu\n",
-		      best, (unsigned long)rs.spreads, (unsigned long)rs.spreading, (unsigned long)rs.spread_width);
+	print_message("# spinning worker's best CPU share over 200 ms: %d %%; spreads %lu, widest %lu\n",
+		      best, (unsigned long)rs.spreads, (unsigned long)widest);
+	/* Once spreading, the task may move between the workers and halve
+	 * each one's share, so the verdict may turn again: it must have
+	 * turned on, and new connections' width must have grown. */
 	if (best >= 95) {
 		assert_true(rs.spreads > 0);
-		assert_int_equal(rs.spread_width, 2);
+		assert_int_equal(widest, 2);
 	}
 	atomic_store(&p->stop, 1);
 	vrt_task_join_wait(&p->t);
