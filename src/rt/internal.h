@@ -376,6 +376,7 @@ struct vrt_monitor {
 	_Atomic uint32_t deep vb_cacheline_aligned;
 	struct vrt_mon_worker *w;       /* nworkers entries */
 	int64_t gather_ns;              /* the gather rule's last tick */
+	int64_t saturated_ns;           /* its last tick with a worker saturated */
 	bool held_up;                   /* this tick found a worker held up in one poll */
 };
 
@@ -622,6 +623,7 @@ bool vrt__sibling_sleeps_unbounded(struct vrt_worker *w);
  */
 #define VRT_GATHER_SATURATED_PCT 90u
 #define VRT_GATHER_BUSY_PCT 50u
+#define VRT_GATHER_LINGER_NS (1000 * 1000 * 1000) /* spreading after a saturation */
 
 /* Tests only: -1 (default) the monitor measures; 0 or 1 its verdict is
  * that, whatever it measures or finds held up (busy shares and width are

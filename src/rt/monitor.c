@@ -396,8 +396,14 @@ static void gather_tick(struct vrt *rt, int64_t now)
 	/* A worker held up in one poll (tick) spreads whatever the shares
 	 * say: its queue would wait for the poll's end. Two busy workers keep
 	 * it spreading: their work spread before and still takes both
-	 * (neither alone is saturated then). */
-	spreading = mon->held_up || saturated >= 1 || busy >= 2;
+	 * (neither alone is saturated then). And a saturation spreads for
+	 * VRT_GATHER_LINGER_NS after it: a load near one worker's capacity
+	 * would otherwise turn the verdict at every other tick, and the jobs
+	 * queued on one worker at each turn make the heavy class's tail. */
+	if (saturated >= 1)
+		mon->saturated_ns = now;
+	spreading = mon->held_up || busy >= 2 ||
+		    (mon->saturated_ns && now - mon->saturated_ns < VRT_GATHER_LINGER_NS);
 	mon->held_up = false;
 	/* relaxed: a test's setting. */
 	if ((test = atomic_load_explicit(&vrt__test_spreading, memory_order_relaxed)) >= 0)
