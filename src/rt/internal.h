@@ -355,6 +355,10 @@ struct vrt_mon_worker {
 	int64_t cpu_since_ns;       /* when cpu_at_first_ns was read */
 	bool flagged;
 	uint64_t gather_cpu_ns;     /* thread CPU time at the last tick */
+	uint64_t gather_sched_n, gather_sched_sum; /* h_sched's count and sum then */
+	uint64_t queue_ns;          /* its tasks' wait to run lately (EWMA) */
+	uint64_t gather_parks;      /* c.parks at the last tick */
+	bool unparked;              /* it did not park since the last tick */
 	bool held;                  /* in one poll at two ticks (tick) */
 	unsigned busy_pct;          /* its CPU share lately (EWMA over ticks) */
 	/* published */
@@ -377,6 +381,7 @@ struct vrt_monitor {
 	struct vrt_mon_worker *w;       /* nworkers entries */
 	int64_t gather_ns;              /* the gather rule's last tick */
 	int64_t saturated_ns;           /* its last tick with a worker saturated */
+	struct vb_hist_snap snap;       /* gather_tick's scratch copy of a histogram */
 	bool held_up;                   /* this tick found a worker held up in one poll */
 };
 
@@ -602,9 +607,10 @@ bool vrt__sibling_sleeps_unbounded(struct vrt_worker *w);
  * The gather rule (doc/runtime.md): with `gather` on, a worker's work is
  * spread (a parked sibling woken for it, a sibling stealing it) only while
  * the monitor finds a worker saturated (busy VRT_GATHER_SATURATED_PCT of
- * its time lately: it cannot keep up alone), two workers busy
- * (VRT_GATHER_BUSY_PCT: the work spread before and still takes both), or
- * a worker held up in one poll with work queued (rt->spreading). Otherwise a second worker woken for work
+ * its time lately, and its tasks waiting VRT_GATHER_QUEUE_NS to run or no
+ * park since the monitor's last tick: it cannot keep up alone), two workers busy (VRT_GATHER_BUSY_PCT: the work
+ * spread before and still takes both), or a worker held up in one poll
+ * (rt->spreading). Otherwise a second worker woken for work
  * the first would have finished costs more than it gives: on a machine
  * whose CPUs are shared (with the clients, with other processes) it makes
  * one runnable thread more, and the kernel delays one of them (often the
@@ -623,6 +629,7 @@ bool vrt__sibling_sleeps_unbounded(struct vrt_worker *w);
  */
 #define VRT_GATHER_SATURATED_PCT 90u
 #define VRT_GATHER_BUSY_PCT 50u
+#define VRT_GATHER_QUEUE_NS (500 * 1000) /* a saturated worker's tasks wait this long */
 #define VRT_GATHER_LINGER_NS (1000 * 1000 * 1000) /* spreading after a saturation */
 
 /* Tests only: -1 (default) the monitor measures; 0 or 1 its verdict is

@@ -383,10 +383,39 @@ static void gather_tick(struct vrt *rt, int64_t now)
 			m->busy_pct = (m->busy_pct + (unsigned)(pct > 100 ? 100 : pct)) / 2;
 		}
 		m->gather_cpu_ns = cpu;
+		{
+			/* relaxed: a single writer's counter. */
+			uint64_t parks = atomic_load_explicit(&rt->workers[i]->c.parks, memory_order_relaxed);
+
+			m->unparked = parks == m->gather_parks;
+			m->gather_parks = parks;
+		}
+		{
+			/* The tasks' wait to run (the sampled schedule latency,
+			 * h_sched): only a worker whose tasks queue gains from a
+			 * sibling; one that is busy because its clients keep it
+			 * so (each task runs soon after it is woken) does not. */
+			struct vb_hist_snap *hs = &mon->snap;
+			uint64_t dn, ds;
+
+			vb_hist_snapshot(&rt->workers[i]->h_sched, hs);
+			dn = hs->count - m->gather_sched_n;
+			ds = hs->sum - m->gather_sched_sum;
+			/* One schedule in VRT_HIST_SAMPLE_EVERY is timed: a tick
+			 * without a sample keeps the last figure (a worker that
+			 * went idle is not busy either). */
+			if (!first && dn)
+				m->queue_ns = (m->queue_ns + ds / dn) / 2;
+			m->gather_sched_n = hs->count;
+			m->gather_sched_sum = hs->sum;
+		}
 		/* Held up in one poll counts as busy, spinning or not: new
 		 * connections must go past it. */
 		busy += m->busy_pct >= VRT_GATHER_BUSY_PCT || m->held;
-		saturated += m->busy_pct >= VRT_GATHER_SATURATED_PCT;
+		/* Saturated: busy, and its work waits (its tasks' wait to run,
+		 * or no moment without work since the last tick). */
+		saturated += m->busy_pct >= VRT_GATHER_SATURATED_PCT &&
+			     (m->queue_ns >= VRT_GATHER_QUEUE_NS || m->unparked);
 	}
 	mon->gather_ns = now;
 	if (first) {

@@ -340,7 +340,7 @@ extern const char *const vrt_stall_kind_names[];
 	X(unparks, COUNTER, "", "times the worker was woken") \
 	X(futile_wakeups, COUNTER, "", "unparks after which the worker found no task and parked again") \
 	X(spreads_held, COUNTER, "", \
-	  "wake-ups of a sibling and steals not made by the gather rule (no worker saturated, or no CPU idle)") \
+	  "wake-ups of a sibling and steals not made by the gather rule (no worker saturated or held up)") \
 	X(searching_transitions, COUNTER, "", "times the worker started searching for work") \
 	X(budget_yields, COUNTER, "", "polls ended because the task spent its budget") \
 	X(yields, COUNTER, "", "slices that ended behind waiting work (the task was queued)") \

@@ -731,8 +731,8 @@ static void test_gather_holds_work_on_its_worker(void **st)
 	gather_reset();
 }
 
-/* The gather rule, measured: one task slicing on one worker (its thread
- * busy all the time) for up to 10 s. The monitor (ticks every 10 ms) must
+/* The gather rule, measured: four tasks slicing (their workers busy all
+ * the time, each task waiting for the others' slices) for up to 10 s. The monitor (ticks every 10 ms) must
  * find that worker saturated and let work spread (`spreads`, `spreading`,
  * `spread_width` 2 at some point). Whether the thread got 90 % of a CPU is the machine's
  * business: the test reads the worker's CPU time over each 200 ms and
@@ -746,10 +746,12 @@ static enum vrt_poll fn_spin_until(struct pt *x)
 	return VRT_YIELD;
 }
 
+#define SPINNERS 4
+
 static void test_gather_spreads_when_saturated(void **st)
 {
 	struct vrt *rt;
-	struct pt *p;
+	struct pt *sp[SPINNERS];
 	struct vrt_worker_stats ws[2];
 	struct vrt_stats rs;
 	uint64_t cpu0[2];
@@ -760,9 +762,14 @@ static void test_gather_spreads_when_saturated(void **st)
 	(void)st;
 	gather_mode = 2;
 	rt = mkrt(2, tweak_gather);
-	p = pt_new(fn_spin_until, rt);
-	p->slice_ns = 100 * 1000;
-	assert_int_equal(vrt_spawn(rt, &p->t), 0);
+	/* Four of them, 1 ms slices: each waits for the others' slices, the
+	 * queue the rule looks for (one alone, never waiting, spreads
+	 * nothing: no sibling could help it). */
+	for (int i = 0; i < SPINNERS; i++) {
+		sp[i] = pt_new(fn_spin_until, rt);
+		sp[i]->slice_ns = 1000 * 1000;
+		assert_int_equal(vrt_spawn(rt, &sp[i]->t), 0);
+	}
 	t0 = vb_now_ns();
 	end = t0 + 10 * 1000000000LL;
 	vrt_stats_snapshot(rt, &rs, ws, 2);
@@ -799,9 +806,12 @@ static void test_gather_spreads_when_saturated(void **st)
 		assert_true(rs.spreads > 0);
 		assert_int_equal(widest, 2);
 	}
-	atomic_store(&p->stop, 1);
-	vrt_task_join_wait(&p->t);
-	vrt_task_unref(&p->t);
+	for (int i = 0; i < SPINNERS; i++)
+		atomic_store(&sp[i]->stop, 1);
+	for (int i = 0; i < SPINNERS; i++) {
+		vrt_task_join_wait(&sp[i]->t);
+		vrt_task_unref(&sp[i]->t);
+	}
 	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
 	vrt_free(rt);
 	gather_reset();
