@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: MIT
-"""bench/bench_voltd.py: what bench/top_cost.py and bench/line_audit.py share:
-start one voltd (2 workers, 127.0.0.1:PORT, a control socket in a fresh
-temporary directory, warnings only) and wait for its control socket."""
+"""bench/bench_voltd.py: what bench/top_cost.py, bench/line_audit.py and
+bench/scale_workers.py share: start one voltd (2 workers, 127.0.0.1:PORT, a
+control socket in a fresh temporary directory, warnings only) and wait for
+its control socket; one control command's JSON reply."""
+import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -22,3 +25,19 @@ def start(voltd, port, who):
     v.terminate()
     v.wait()
     sys.exit("%s: voltd did not start (no control socket %s)" % (who, sock))
+
+
+def ctl(sock, cmd):
+    """The JSON reply to one control command on socket `sock`."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(10)
+    s.connect(sock)
+    s.sendall(cmd.encode() + b"\n")
+    buf = b""
+    while not buf.endswith(b"\n"):
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            break
+        buf += chunk
+    s.close()
+    return json.loads(buf)

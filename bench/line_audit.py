@@ -55,18 +55,7 @@ if args.build:
     subprocess.run(["nice", "-n", "5", "make", "-s", "-j2", "voltd"], cwd=b, check=True)
 
 def ctl(cmd):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(10)
-    s.connect(sock)
-    s.sendall(cmd.encode() + b"\n")
-    buf = b""
-    while not buf.endswith(b"\n"):
-        chunk = s.recv(1 << 20)
-        if not chunk:
-            break
-        buf += chunk
-    s.close()
-    return json.loads(buf)
+    return bench_voltd.ctl(sock, cmd)
 
 
 def snapshot():

@@ -43,6 +43,8 @@ import subprocess
 import sys
 import time
 
+import bench_voltd
+
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -56,25 +58,12 @@ def load_bench():
     return mod
 
 
-def ctl(sock, cmd):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(10)
-    s.connect(sock)
-    s.sendall(cmd.encode() + b"\n")
-    buf = b""
-    while not buf.endswith(b"\n"):
-        chunk = s.recv(1 << 20)
-        if not chunk:
-            break
-        buf += chunk
-    s.close()
-    return json.loads(buf)
 
 
 def counters(sock):
     """(requests, crossings, shared-line writes or None) so far."""
-    srv = ctl(sock, "stats server")["server"]
-    ch = ctl(sock, "stats channels")["channels"]
+    srv = bench_voltd.ctl(sock, "stats server")["server"]
+    ch = bench_voltd.ctl(sock, "stats channels")["channels"]
     crossed = sum(ch[c].get(k, 0) for c in ("jobs", "replies") for k in ("stolen", "spilled", "cross_wakes"))
     lw = srv.get("line_writes")
     return srv["requests"], crossed, sum(lw.values()) if lw is not None else None
@@ -131,7 +120,7 @@ def main():
         for w in workers:
             servers[w] = sb.start_voltd("voltd-w%d" % w, out, True, tree,
                                         extra=("-s", "scheduler.workers=%d" % w))
-            got = ctl(servers[w].control, "stats runtime")["runtime"]["workers"]
+            got = bench_voltd.ctl(servers[w].control, "stats runtime")["runtime"]["workers"]
             if got != w:
                 sys.exit("scale_workers: voltd-w%d runs %d workers" % (w, got))
             assert sb.get(servers[w].url + "/v1/spin?n=1000") == sb.SPIN_1000
