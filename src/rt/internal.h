@@ -382,7 +382,6 @@ struct vrt_monitor {
 	int64_t gather_ns;              /* the gather rule's last tick */
 	int64_t saturated_ns;           /* its last tick with a worker saturated */
 	struct vb_hist_snap snap;       /* gather_tick's scratch copy of a histogram */
-	bool held_up;                   /* this tick found a worker held up in one poll */
 };
 
 /* ------------------------------------------------------------- registry */

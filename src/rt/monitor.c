@@ -338,7 +338,7 @@ static void tick(struct vrt *rt, uint64_t warn_ns)
 			/* The gather rule spreads while a worker is held up
 			 * (gather_tick): its queue to siblings, new connections
 			 * to the others. */
-			m->held = rt->mon.held_up = true;
+			m->held = true;
 			if (running && (vrt__wsq_len(&w->q) != 0 || vrt__wsq_len(&w->cq) != 0))
 				vrt__notify_parked(rt);
 			continue;
@@ -370,7 +370,7 @@ static void gather_tick(struct vrt *rt, int64_t now)
 	struct vrt_monitor *mon = &rt->mon;
 	int64_t dt = now - mon->gather_ns;
 	unsigned busy = 0, saturated = 0, width;
-	bool spreading, first = mon->gather_ns == 0;
+	bool spreading, held_up = false, first = mon->gather_ns == 0;
 	int test;
 
 	for (unsigned i = 0; i < rt->nworkers; i++) {
@@ -412,16 +412,15 @@ static void gather_tick(struct vrt *rt, int64_t now)
 		/* Held up in one poll counts as busy, spinning or not: new
 		 * connections must go past it. */
 		busy += m->busy_pct >= VRT_GATHER_BUSY_PCT || m->held;
+		held_up |= m->held;
 		/* Saturated: busy, and its work waits (its tasks' wait to run,
 		 * or no moment without work since the last tick). */
 		saturated += m->busy_pct >= VRT_GATHER_SATURATED_PCT &&
 			     (m->queue_ns >= VRT_GATHER_QUEUE_NS || m->unparked);
 	}
 	mon->gather_ns = now;
-	if (first) {
-		mon->held_up = false;
+	if (first)
 		return;
-	}
 	/* A worker held up in one poll (tick) spreads whatever the shares
 	 * say: its queue would wait for the poll's end. Two busy workers keep
 	 * it spreading: their work spread before and still takes both
@@ -431,9 +430,8 @@ static void gather_tick(struct vrt *rt, int64_t now)
 	 * queued on one worker at each turn make the heavy class's tail. */
 	if (saturated >= 1)
 		mon->saturated_ns = now;
-	spreading = mon->held_up || busy >= 2 ||
+	spreading = held_up || busy >= 2 ||
 		    (mon->saturated_ns && now - mon->saturated_ns < VRT_GATHER_LINGER_NS);
-	mon->held_up = false;
 	/* relaxed: a test's setting. */
 	if ((test = atomic_load_explicit(&vrt__test_spreading, memory_order_relaxed)) >= 0)
 		spreading = test;
