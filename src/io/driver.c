@@ -407,9 +407,13 @@ static void fixed_close_left(struct vio_worker *w)
 	/* [IM2] acquire: pairs with [IM1] of the posts. */
 	struct vio_req *r = atomic_exchange_explicit(&w->mbox, NULL, memory_order_acquire);
 
-	for (; r; r = r->next)
+	for (struct vio_req *next; r; r = next) {
+		next = r->next;
 		if (r->type == VIO_REQ_FIXED_CLOSE)
 			close((int)(r - w->fixed_reqs));
+		else if (r->type == VIO_REQ_WAKE) /* nobody runs it now */
+			vrt_task_unref(vb_container_of(r, struct vio_wake, req)->task);
+	}
 }
 
 void vio_free(struct vio *io)

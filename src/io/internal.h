@@ -78,6 +78,7 @@ enum vio_req_type {
 	VIO_REQ_LSOCK_ARM,     /* struct vio_lsock.arm_req */
 	VIO_REQ_LSOCK_STOP,    /* struct vio_lsock.stop_req */
 	VIO_REQ_FIXED_CLOSE,   /* w->fixed_reqs[fd]: clear table slot fd, close fd */
+	VIO_REQ_WAKE,          /* struct vio_wake.req: wake its task here */
 };
 
 /* Registered-file table slots per io_uring worker at most (slot = fd; a

@@ -187,6 +187,33 @@ bool vio_timer_expired(const struct vio_timer *t);
  * that stops sleeping early (cancelled) calls vio_timer_disarm(). */
 enum vrt_poll vio_sleep_until(struct vio_timer *t, int64_t deadline_ns);
 
+/* ------------------------------------------------- wake-ups placed on a worker */
+
+/*
+ * A wake-up of a task delivered by a chosen worker. The runtime queues a
+ * woken task on the worker that wakes it, so a wake-up that worker sends
+ * places the task there (unless it is running or queued already: then it
+ * stays where it is). Embed it beside the task; fields private.
+ */
+/* A request to a worker's mailbox (private to src/io). */
+struct vio_req {
+	struct vio_req *next;
+	uint32_t type;
+};
+
+struct vio_wake {
+	struct vio_req req;             /* private: mailbox link */
+	_Atomic uint32_t posted;        /* private: 1 while in a mailbox */
+	struct vrt_task *task;          /* private */
+};
+
+void vio_wake_init(struct vio_wake *wk, struct vrt_task *t);
+/* Wake wk's task from worker `worker` (< workers): at once when the caller
+ * runs on that worker, else by that worker's mailbox (its next poll, a
+ * parked worker is unparked). A wake-up already on its way is not sent
+ * twice. The task is referenced until then. Any thread. */
+void vio_wake_on(struct vio *io, unsigned worker, struct vio_wake *wk);
+
 /* ------------------------------------------------------------ operations */
 
 /*
@@ -207,10 +234,7 @@ struct vio_op {
 	size_t done;                     /* private: bytes sent so far */
 	struct vio_worker *owner;        /* private: worker whose ring holds it */
 	struct vrt_task *task;           /* private: ref held while in flight */
-	struct vio_req {                 /* private: mailbox link (cancel request) */
-		struct vio_req *next;
-		uint32_t type;
-	} req;
+	struct vio_req req;              /* private: mailbox link (cancel request) */
 	struct vio_conn *conn;           /* private */
 	void *buf;                       /* private */
 	size_t len;                      /* private */

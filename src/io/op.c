@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * io/op.c: the life of one awaitable operation, shared by both backends.
+ * io/op.c: the life of one awaitable operation, shared by both backends,
+ * and the workers' mailboxes (cancel requests, wake-ups placed on a worker).
  *
  * A task starts an op on the worker it runs on (the owner): the op holds a
  * reference on the task, so the op's memory (inside the task's struct) and
@@ -14,7 +15,8 @@
  * Ordering
  * Shared: op->state (task: start, collect, cancel request, detach; owner:
  * complete, mailbox), op->res (owner, before [IO1]), op->req.next (the
- * canceller, before [IM1]), w->mbox (any thread pushes, the owner takes all).
+ * canceller, before [IM1]), w->mbox (any thread pushes, the owner takes all),
+ * wk->posted of a vio_wake (its posters and the handler).
  * [IO1] owner, completion: fetch_xor clears INFLIGHT and sets DONE
  *      (acq_rel). Release publishes op->res and the bytes the kernel put in
  *      the task's buffer; pairs with [IO2], the task's acquire load before it
@@ -36,6 +38,9 @@
  *      sees the task's choice. A quiet success wakes nobody; an error
  *      always wakes. vio_conn_close clears QUIET this way before its [IO2]
  *      load: a send it then waits for wakes it however it ends.
+ * [IW1] vio_wake_on: exchange of wk->posted (acq_rel) makes one poster at
+ *      a time own wk->req; its acquire pairs with [IW2], the handler's
+ *      release store of 0 after its last read of the request.
  * [IM1] mailbox push: CAS (release) publishes the request; pairs with [IM2],
  *      the owner's exchange (acquire).
  */
@@ -218,8 +223,44 @@ void vio__mbox_run(struct vio_worker *w)
 			w->io->be->lsock_stop(w, ls);
 			break;
 		}
+		case VIO_REQ_WAKE: {
+			struct vio_wake *wk = vb_container_of(r, struct vio_wake, req);
+			struct vrt_task *t = wk->task;
+
+			/* [IW2] release: pairs with [IW1]; from here a new post
+			 * may reuse r (next was read above). */
+			atomic_store_explicit(&wk->posted, 0, memory_order_release);
+			vrt_task_wake(t); /* on this worker: queued here */
+			vrt_task_unref(t);
+			break;
+		}
 		default:
 			VB_BUG_ON(1);
 		}
 	}
+}
+
+void vio_wake_init(struct vio_wake *wk, struct vrt_task *t)
+{
+	wk->req.next = NULL;
+	wk->req.type = VIO_REQ_WAKE;
+	atomic_init(&wk->posted, 0);
+	wk->task = t;
+}
+
+void vio_wake_on(struct vio *io, unsigned worker, struct vio_wake *wk)
+{
+	struct vio_worker *w = &io->w[worker];
+
+	VB_BUG_ON(worker >= io->nworkers);
+	if (vio__self() == w) {
+		vrt_task_wake(wk->task);
+		return;
+	}
+	/* [IW1] acq_rel: one post at a time; the winner owns wk->req until
+	 * the handler's [IW2] (acquire: sees the handler's last use of it). */
+	if (atomic_exchange_explicit(&wk->posted, 1, memory_order_acq_rel))
+		return; /* on its way: it wakes the task when it arrives */
+	vrt_task_ref(wk->task);
+	vio__mbox_post(w, &wk->req);
 }
