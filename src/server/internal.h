@@ -148,7 +148,8 @@ struct vsrv_job {
 	/* The parsed request, kept with vj (whose views point into it):
 	 * released with the job (vsrv__req_put); NULL without vj. */
 	struct vhttp_request *req;
-	struct vsrv_job *next;    /* exec run queue; the per-worker cache */
+	struct vsrv_job *next;    /* exec run queue; the lane; the per-worker cache */
+	int64_t lane_t;           /* when it entered the heavy lane (lane.c) */
 	struct vsrv_reply_to to;
 	uint8_t stage;            /* enum vsrv_jstage, for the gauges */
 	bool refused;             /* codel: taken too late, answered 503 unrun (admit.c) */
@@ -382,6 +383,28 @@ struct vsrv_exec {
 	bool recv_closed;
 	bool jobs_waiting;                   /* jobs_waiter registered on `jobs` */
 	bool spawned;
+	/* A runner of the heavy lane (lane.c): the worker it serves, or -1
+	 * for an executor; lane_idle (under lane.mu): waiting for a job;
+	 * wake: its wake-up placed on that worker. */
+	int lane_w;
+	bool lane_idle;
+	struct vio_wake wake;
+	/* A runner's share of its worker lately: its slices' time and the
+	 * time passed, both decaying over VSRV_LANE_TAU_NS (lane.c). */
+	int64_t sh_t, sh_busy, sh_wall;
+};
+#define VSRV_LANE_TAU_NS (2 * VB_NS_PER_MS)
+#define VSRV_LANE_TURN_MAX 20
+
+struct vsrv_lane {
+	pthread_mutex_t mu;
+	struct vsrv_job *head, *tail;   /* waiting, first come first (job->next) */
+	_Atomic uint64_t waiting;       /* jobs in the queue (written under mu, read relaxed) */
+	bool closed;                    /* stopping: nothing enters; runners end once it is empty */
+	struct vsrv_exec **runner;      /* [nworkers] */
+	/* on_full = codel: the waits in the lane (admit.c), sampled by
+	 * the runners as they take jobs. */
+	struct vsrv_admit admit;
 };
 
 /* Bodies below this are not charged to the budget (their number is
@@ -451,9 +474,10 @@ struct vsrv {
 	struct {
 		_Atomic uint32_t header_timeout_ms, body_timeout_ms, idle_timeout_ms;
 		_Atomic uint32_t send_timeout_ms, retry_after_s;
-		_Atomic bool access_log;
+		_Atomic bool access_log, heavy_lane;
 		_Atomic uint32_t codel_target_ms, codel_interval_ms;
 		_Atomic uint32_t overrun_factor, quarantine_overruns, quarantine_window_ms;
+		_Atomic uint32_t heavy_share;
 		/* Not a configuration key: vsrv_trace_set (trace.c), 0 off. */
 		_Atomic uint32_t trace_every;
 	} live;
@@ -533,6 +557,9 @@ struct vsrv {
 	struct vsrv_quarantine *quar;
 	/* blocking.c */
 	vb_cacheline_aligned struct vsrv_pool pool;
+
+	/* lane.c: the heavy lane (only heavy jobs take its mutex). */
+	vb_cacheline_aligned struct vsrv_lane lane;
 
 	/* trace.c: finished trace records waiting for vsrv_trace_take (only
 	 * sampled requests take the mutex). */
@@ -839,6 +866,26 @@ enum vch_status vsrv__request_retry(struct vsrv_conn *c);
 
 /* stages.c */
 extern const struct vrt_task_vtable vsrv__exec_vt;
+extern const struct vrt_task_vtable vsrv__lane_vt;
+/* A new executor (lane_w < 0) or runner of worker lane_w's lane. */
+struct vsrv_exec *vsrv__exec_new(struct vsrv *srv, int lane_w);
+
+/* lane.c */
+int vsrv__lane_init(struct vsrv *srv);
+/* An executor's job that outlasted its slice: false when the lane is off
+ * or closed (the executor keeps it). */
+bool vsrv__lane_put(struct vsrv *srv, struct vsrv_job *job);
+/* A runner's next job, or NULL: idle (woken by the next put) or, with
+ * x->recv_closed set, the lane is closed and empty. */
+struct vsrv_job *vsrv__lane_take(struct vsrv *srv, struct vsrv_exec *x);
+/* A runner's job used up a slice (the turn-th of this poll): true when it
+ * takes another slice at once. */
+bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, unsigned *turn);
+/* A runner ran a slice of `ran` ns that ended at `now`. */
+void vsrv__lane_account(struct vsrv_exec *x, int64_t now, int64_t ran);
+void vsrv__lane_close(struct vsrv *srv);
+uint64_t vsrv__lane_waiting(struct vsrv *srv);
+void vsrv__lane_free(struct vsrv *srv);
 extern const struct vrt_task_vtable vsrv__writer_vt;
 
 /* kinds.c: the job kinds' callbacks and quarantine. */

@@ -13,6 +13,7 @@ libvolt_a_SOURCES += \
 	src/server/output.c \
 	src/server/pool.c \
 	src/server/stages.c \
+	src/server/lane.c \
 	src/server/kinds.c \
 	src/server/blocking.c \
 	src/server/trace.c
@@ -30,7 +31,8 @@ TESTS += \
 	tests/integration/test_linger.py \
 	tests/integration/test_trace.py \
 	tests/integration/test_blocking.py \
-	tests/integration/test_gather.py
+	tests/integration/test_gather.py \
+	tests/integration/test_lane.py
 EXTRA_DIST += \
 	tests/integration/httputil.py \
 	tests/integration/test_access_log.py \
@@ -45,7 +47,8 @@ EXTRA_DIST += \
 	tests/integration/test_linger.py \
 	tests/integration/test_trace.py \
 	tests/integration/test_blocking.py \
-	tests/integration/test_gather.py
+	tests/integration/test_gather.py \
+	tests/integration/test_lane.py
 
 # Only a build with --enable-line-audit counts shared-line writes (scripts/test's
 # ASan tree); elsewhere the test would have nothing to read.
@@ -89,6 +92,13 @@ TESTS += tests/unit/test_server_conn
 tests_unit_test_server_conn_SOURCES = tests/unit/test_server_conn.c
 tests_unit_test_server_conn_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_server_conn_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
+
+# The heavy lane's turn rule, by its arithmetic.
+check_PROGRAMS += tests/unit/test_server_lane
+TESTS += tests/unit/test_server_lane
+tests_unit_test_server_lane_SOURCES = tests/unit/test_server_lane.c
+tests_unit_test_server_lane_CFLAGS = $(AM_CFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_server_lane_LDADD = $(VOLT_ALL_LIBS) $(CMOCKA_LIBS)
 
 # The connection-object pool under concurrent take / give back.
 check_PROGRAMS += tests/unit/test_server_pool

@@ -224,16 +224,13 @@ static int make_tasks(struct vsrv *srv)
 		}
 	}
 	for (unsigned i = 0; i < cfg->exec_tasks; i++) {
-		struct vsrv_exec *x = calloc(1, sizeof(*x));
+		struct vsrv_exec *x = vsrv__exec_new(srv, -1);
 		if (!x)
 			return -ENOMEM;
-		vrt_task_init(&x->task, &vsrv__exec_vt);
 		srv->exec[i] = x;
-		x->srv = srv;
-		vch_waiter_init(&x->jobs_waiter);
-		vch_waiter_init(&x->replies_waiter);
-		vio_timer_init(&x->tmr);
 	}
+	if (vsrv__lane_init(srv) < 0)
+		return -ENOMEM;
 	for (unsigned i = 0; i < cfg->write_tasks; i++) {
 		struct vsrv_writer *w = calloc(1, sizeof(*w));
 		if (!w)
@@ -359,6 +356,12 @@ int vsrv_start(struct vsrv *srv)
 			return rc;
 		srv->exec[i]->spawned = true;
 	}
+	for (unsigned i = 0; i < srv->nworkers; i++) {
+		rc = vrt_spawn(srv->rt, &srv->lane.runner[i]->task);
+		if (rc < 0)
+			return rc;
+		srv->lane.runner[i]->spawned = true;
+	}
 	for (unsigned i = 0; i < srv->cfg.write_tasks; i++) {
 		rc = vrt_spawn(srv->rt, &srv->wr[i]->task);
 		if (rc < 0)
@@ -418,6 +421,8 @@ int vsrv_set_live(struct vsrv *srv, const struct vsrv_config *cfg)
 	atomic_store_explicit(&srv->live.send_timeout_ms, cfg->send_timeout_ms, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.retry_after_s, cfg->retry_after_s, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.access_log, cfg->access_log, memory_order_relaxed);
+	atomic_store_explicit(&srv->live.heavy_lane, cfg->heavy_lane, memory_order_relaxed);
+	atomic_store_explicit(&srv->live.heavy_share, cfg->heavy_share, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.codel_target_ms, cfg->codel_target_ms, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.codel_interval_ms, cfg->codel_interval_ms, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.overrun_factor, cfg->overrun_factor, memory_order_relaxed);
@@ -434,6 +439,8 @@ void vsrv_get_live(struct vsrv *srv, struct vsrv_config *out)
 	out->send_timeout_ms = vsrv__live(srv, send_timeout_ms);
 	out->retry_after_s = vsrv__live(srv, retry_after_s);
 	out->access_log = vsrv__live(srv, access_log);
+	out->heavy_lane = vsrv__live(srv, heavy_lane);
+	out->heavy_share = vsrv__live(srv, heavy_share);
 	out->codel_target_ms = vsrv__live(srv, codel_target_ms);
 	out->codel_interval_ms = vsrv__live(srv, codel_interval_ms);
 	out->overrun_factor = vsrv__live(srv, overrun_factor);
@@ -536,6 +543,12 @@ int vsrv_stop(struct vsrv *srv)
 	}
 	for (unsigned i = 0; i < srv->cfg.exec_tasks; i++)
 		join_spawned(&srv->exec[i]->task, srv->exec[i]->spawned);
+	/* No executor puts a job in the lane now: its runners finish the
+	 * queue (jobs of closed connections, dropped) and end. */
+	vsrv__lane_close(srv);
+	for (unsigned i = 0; srv->lane.runner && i < srv->nworkers; i++)
+		if (srv->lane.runner[i])
+			join_spawned(&srv->lane.runner[i]->task, srv->lane.runner[i]->spawned);
 	/* The blocking pool drops what its queue still holds; its threads
 	 * deposit what they finish until they end. */
 	vsrv__pool_stop(srv);
@@ -593,6 +606,7 @@ void vsrv_free(struct vsrv *srv)
 	free(srv->acc);
 	free(srv->exec);
 	free(srv->wr);
+	vsrv__lane_free(srv);
 	/* Jobs left behind by cancelled executors. */
 	drain_channel(srv, srv->jobs);
 	drain_channel(srv, srv->replies);

@@ -84,6 +84,12 @@ struct vsrv_config {
 	/* log.access: a log line per response sent (live) */
 	bool access_log;
 	unsigned slice_us;
+	/* stages.heavy_lane: a job that outlasts its first slice runs on the
+	 * heavy lane, first come first served, one per worker (live);
+	 * stages.heavy_share: the share of a worker (percent) a runner keeps
+	 * while heavy jobs wait and light work also does (live) */
+	bool heavy_lane;
+	unsigned heavy_share;
 	/* [modules]: the blocking pool (threads and its queue's capacity;
 	 * started only when a registered kind is blocking); a step longer
 	 * than overrun_factor x slice_us is an overrun; quarantine_overruns
@@ -255,6 +261,11 @@ extern const size_t vsrv_kind_metrics_n;
 	X(spares_made, COUNTER, "", \
 	  "request buffers (parsers, busy blocks, batches, jobs) allocated because the worker's cache and the depot were empty: the pool growing to the load") \
 	X(spares_freed, COUNTER, "", "request buffers freed because the worker's cache and the depot were full: the pool shrinking") \
+	X(lane_jobs, COUNTER, "", \
+	  "jobs that outlasted their first slice and moved to the heavy lane (stages.heavy_lane)") \
+	X(lane_wait_ns, COUNTER, "nanoseconds", \
+	  "time those jobs waited in the lane for a runner (over lane_jobs: the mean wait)", "lane_wait") \
+	X(lane_waiting, GAUGE_SNAP, "", "heavy jobs waiting in the lane now") \
 	X(trace_sampled, COUNTER, "", "requests picked for a trace record (voltctl trace)") \
 	X(trace_skipped, COUNTER, "", "picks skipped because the connection's trace record was in use") \
 	X(inflight_bytes, GAUGE_SNAP, "bytes", \

@@ -2,7 +2,9 @@
 /*
  * server/stages.c: the job as it travels (allocation, gauges, encoding, the
  * hand-over to its connection) and the two middle stages: exec tasks take
- * jobs from `jobs` and run the kind's slices, yielding between slices and
+ * jobs from `jobs` and run the kind's slices, yielding between slices (a
+ * job that outlasts its first slice moves to the heavy lane, lane.c, whose
+ * runners are exec tasks too, taking from the lane instead of `jobs`) and
  * parking VJOB_SLEEP jobs in a heap on one timer armed for the earliest
  * (as many as arrive: a sleeping job holds no executor capacity, so
  * max_connections x max_pipeline sleepers never stop other jobs; dead
@@ -357,6 +359,7 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 	struct vsrv *srv = x->srv;
 	enum vch_status st;
 	uint64_t v;
+	unsigned turn = 0; /* a runner's slices in a row in this poll */
 
 	if (vrt_task_is_cancelled(t)) {
 		exec_release_all(x);
@@ -390,6 +393,30 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 				}
 				return exec_sleep(x, now); /* the timer wakes us */
 			}
+			if (x->lane_w >= 0) {
+				/* A runner: the lane is its source. */
+				struct vsrv_job *next = vsrv__lane_take(srv, x);
+
+				if (!next) {
+					if (x->recv_closed)
+						continue;
+					return exec_sleep(x, now);
+				}
+				/* codel: the wait in the lane, as the wait in
+				 * `jobs` above, with its own state: a heavy
+				 * backlog stands here, not in `jobs`. */
+				if (srv->cfg.on_full == VSRV_ON_FULL_CODEL &&
+				    vsrv__admit_sample_on(srv, &srv->lane.admit, now - next->lane_t, now)) {
+					VSRV_INC(srv, delay_shed);
+					VSRV_INC(srv, shed);
+					next->refused = true;
+					x->out = next;
+					continue;
+				}
+				runq_push(x, next);
+				vrt_service_reset();
+				goto step;
+			}
 			st = vch_set_recv_poll(srv->jobs, vsrv__home(srv), &x->jobs_waiter, &v);
 			if (st == VCH_PENDING) {
 				x->jobs_waiting = true;
@@ -422,6 +449,7 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 		/* Busy with our own jobs: a wakeup for the channel belongs to
 		 * another executor. */
 		exec_stop_waiting(x);
+step:;
 
 		struct vsrv_job *job = runq_pop(x);
 		if (conn_dead(job)) {
@@ -434,15 +462,27 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 		vrt_poll_label(kind->label);
 		enum vjob_step js = vjob_step(job->vj, vjob_slice_deadline(&srv->jcfg, now));
 		/* Every step timed: the clock read above, and one after. */
-		vsrv__kind_slice(srv, kind, vb_now_ns() - now);
+		int64_t end = vb_now_ns();
+		vsrv__kind_slice(srv, kind, end - now);
+		if (x->lane_w >= 0)
+			vsrv__lane_account(x, end, end - now);
 		vsrv__trace_job_slice(job, now, js == VJOB_DONE);
 		switch (js) {
 		case VJOB_DONE:
 			x->out = job;
 			break;
 		case VJOB_MORE:
-			/* Slice used up: let everything else run first. */
+			/* Slice used up. An executor hands the job to the lane
+			 * (lane.c) and takes the next; a runner, or an executor
+			 * the lane refuses (off, stopping), keeps it. Either
+			 * way everything else runs first, but a runner whose
+			 * lane has jobs waiting first takes more slices in a
+			 * row (lane.c, "Turns"). */
+			if (x->lane_w < 0 && vsrv__lane_put(srv, job))
+				return VRT_YIELD;
 			runq_push(x, job);
+			if (x->lane_w >= 0 && vsrv__lane_more(srv, x, &turn))
+				continue;
 			return VRT_YIELD;
 		case VJOB_SLEEP:
 			if (!x->nsleep)
@@ -457,6 +497,21 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 	}
 }
 
+struct vsrv_exec *vsrv__exec_new(struct vsrv *srv, int lane_w)
+{
+	struct vsrv_exec *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return NULL;
+	vrt_task_init(&x->task, lane_w < 0 ? &vsrv__exec_vt : &vsrv__lane_vt);
+	x->srv = srv;
+	x->lane_w = lane_w;
+	vch_waiter_init(&x->jobs_waiter);
+	vch_waiter_init(&x->replies_waiter);
+	vio_timer_init(&x->tmr);
+	return x;
+}
+
 static void exec_drop(struct vrt_task *t)
 {
 	struct vsrv_exec *x = vb_container_of(t, struct vsrv_exec, task);
@@ -466,6 +521,7 @@ static void exec_drop(struct vrt_task *t)
 }
 
 const struct vrt_task_vtable vsrv__exec_vt = { .poll = exec_poll, .drop = exec_drop, .name = "exec" };
+const struct vrt_task_vtable vsrv__lane_vt = { .poll = exec_poll, .drop = exec_drop, .name = "lane" };
 
 /* --------------------------------------------------------------- write */
 

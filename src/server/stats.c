@@ -156,6 +156,7 @@ void vsrv_stats_snapshot(struct vsrv *srv, struct vsrv_stats *out)
 	vsrv__pool_stats(srv, out);
 	out->stopping = vsrv_draining(srv);
 	out->draining = out->stopping || !vsrv_ready(srv);
+	out->lane_waiting = vsrv__lane_waiting(srv);
 	/* Relaxed: a gauge. */
 	int64_t held = atomic_load_explicit(&srv->inflight, memory_order_relaxed);
 	int64_t copies = atomic_load_explicit(&srv->copies, memory_order_relaxed);

@@ -233,6 +233,14 @@ static const struct vcfg_key schema[] = {
 	{ "stages", "retry_after_s", VCFG_UINT, "1", 0, 3600, F(server.retry_after_s),
 	  .unit = "s", .apply = live_server,
 	  .doc = "Retry-After seconds of a shed 503" },
+	{ "stages", "heavy_lane", VCFG_BOOL, "on", 0, 1, F(server.heavy_lane),
+	  .apply = live_server,
+	  .doc = "a job that outlasts its first slice runs on the heavy lane: first come first served, "
+		 "one per worker at a time; off: its executor keeps it, taking turns" },
+	{ "stages", "heavy_share", VCFG_UINT, "90", 1, 100, F(server.heavy_share),
+	  .unit = "percent", .apply = live_server,
+	  .doc = "while heavy jobs wait in the lane, a runner takes slices in a row (light work waiting) "
+		 "until it has had this share of its worker lately" },
 	/* [jobs]: the built-in module's keys (spin_max_n, sleep_max_ms,
 	 * declared in src/jobs/builtin.c) come first, made from its
 	 * declaration (schema_init). */

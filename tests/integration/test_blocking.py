@@ -313,7 +313,8 @@ def test_modules_listed_and_changed_on_disk(voltd, tmp_path):  # noqa: F811
                       {"name": "finis", "help": "jobs whose fini ran"},
                       {"name": "more_steps", "help": "steps that returned MORE"}]},
         {"name": "hog", "route": "/hog", "methods": "GET", "flags": [],
-         "counters": [{"name": "spins", "help": "hog steps run"}]}], p["kinds"]
+         "counters": [{"name": "spins", "help": "hog steps run"}]},
+        {"name": "slices", "route": "/slices", "methods": "GET", "flags": [], "counters": []}], p["kinds"]
     assert p["changed_on_disk"] is False
     t = subprocess.run([VOLTCTL, "-s", str(d.control), "modules"], capture_output=True, text=True, timeout=30)
     assert t.returncode == 0 and re.search(r"^      block\s+/block\s+GET\s+blocking\s+starts, finis, more_steps$",

@@ -50,9 +50,11 @@ def test_readyz_ready(voltd):
 
 
 def test_readyz_not_ready_when_jobs_full(voltd):
-    # One executor, `jobs` holds 10: one spin job runs, 9 wait = 90 %.
+    # One executor, `jobs` holds 10: one spin job runs, 9 wait = 90 %
+    # (the heavy lane off: with it the executor hands each job on after
+    # its first slice and `jobs` never fills).
     d = voltd("-s", "stages.exec_tasks=1", "-s", "stages.jobs_capacity=10",
-              "-s", "stages.on_full=wait")
+              "-s", "stages.on_full=wait", "-s", "stages.heavy_lane=off")
     socks = []
     for _ in range(10):
         s = connect(d.port, timeout=60)

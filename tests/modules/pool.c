@@ -12,6 +12,10 @@
  *   GET /hog?us=N
  *       not blocking: one step busy-loops N us, ignoring its deadline
  *       (overruns, quarantine); answers "hog N us\n". Counter spins.
+ *   GET /slices?more=K[&sleep=S][&id=I]
+ *       not blocking: start returns MORE (so the job outlasts its first
+ *       slice and runs on the heavy lane), the step returns MORE K times,
+ *       sleeps S ms once with SLEEP, then answers "slices I on thread T\n".
  * Built as a shared object at check time (tests/modules/local.mk), against
  * <voltd/module.h> alone. Never installed.
  */
@@ -106,12 +110,41 @@ static int hog_step(struct voltd_job *job, void *state, int64_t deadline_ns)
 	return voltd->respondf(job, 200, "hog %" PRIu64 " us\n", us);
 }
 
+static int slices_start(struct voltd_job *job, void *state)
+{
+	struct block_state *s = state;
+
+	if (opt(job, "more", &s->more) < 0 || opt(job, "sleep", &s->sleep) < 0 || opt(job, "id", &s->id) < 0 ||
+	    s->sleep > 60000)
+		return voltd->respondf(job, 400, "more, sleep, id: decimals (sleep at most 60000)\n");
+	return VOLTD_STEP_MORE;
+}
+
+static int slices_step(struct voltd_job *job, void *state, int64_t deadline_ns)
+{
+	struct block_state *s = state;
+
+	(void)deadline_ns;
+	if (s->more) {
+		s->more--;
+		return VOLTD_STEP_MORE;
+	}
+	if (s->sleep && !s->slept) {
+		s->slept = 1;
+		voltd->sleep_until(job, voltd->now_ns() + (int64_t)s->sleep * NS_PER_MS);
+		return VOLTD_STEP_SLEEP;
+	}
+	return voltd->respondf(job, 200, "slices %" PRIu64 " on thread %u\n", s->id, voltd->thread_index());
+}
+
 static const struct voltd_kind kinds[] = {
 	{ .name = "block", .route = "/block", .methods = "GET", .flags = VOLTD_KIND_BLOCKING,
 	  .state_size = sizeof(struct block_state), .start = block_start, .step = block_step,
 	  .fini = block_fini, .counters = block_counters, .doc = "blocks a pool thread" },
 	{ .name = "hog", .route = "/hog", .methods = "GET", .step = hog_step, .counters = hog_counters,
 	  .doc = "one step over its slice" },
+	{ .name = "slices", .route = "/slices", .methods = "GET", .state_size = sizeof(struct block_state),
+	  .start = slices_start, .step = slices_step, .doc = "MORE steps on the heavy lane" },
 	{ .name = NULL },
 };
 

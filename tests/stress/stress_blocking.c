@@ -6,17 +6,22 @@
  * queue of 4, and client threads that pipeline up to 8 requests per
  * keep-alive connection: blocking jobs (GET /block, each with a unique id,
  * random MORE steps, a SLEEP and a blocking nanosleep of 0..2 ms) mixed
- * with light ones (GET /v1/spin), and now and then a connection closed
+ * with light ones (GET /v1/spin) and jobs of the heavy lane (GET /slices,
+ * a unique id, 1..40 MORE steps, a SLEEP now and then: from their
+ * executor to the lane, its runners woken on their workers through the
+ * mailboxes, server/lane.c), and now and then a connection closed
  * with answers still owed (its jobs are dropped wherever they are: queued,
  * running, sleeping, or waiting for room in the full queue).
  *
  * Checked: every answer read is the one its request asked for, in order
  * (a blocking answer names its own id), no id is answered twice, each ran
- * on a pool thread (thread_index past the workers'); with on_full = wait
+ * on a pool thread (thread_index past the workers'), each lane job on a
+ * worker; with on_full = wait
  * nothing is refused, with on_full = shed a refusal is a 503 with
  * Retry-After of a blocking request only; after the stop, every request
  * received was answered or counted dropped (requests == responses +
- * requests_dropped, nothing in any stage), the pool's queue is empty and
+ * requests_dropped, nothing in any stage), nothing is left in the lane
+ * and every lane answer read went through it (lane_jobs), the pool's queue is empty and
  * every job it received was taken (sends == recvs), and every job whose
  * start ran had its fini (the module's counters: starts == finis). Once
  * per I/O backend this machine has, each with on_full = wait, then shed.
@@ -48,10 +53,11 @@ static bool shed_mode;
 static _Atomic uint64_t next_id;
 static _Atomic uint8_t *seen;       /* [ids]: answers per id */
 static uint64_t ids_max;
-static _Atomic uint64_t answered, refused, abandoned;
+static _Atomic uint64_t answered, refused, abandoned, lane_answered;
 
 struct req {
 	bool blocking;
+	bool lane;                  /* /slices: not blocking, runs on the heavy lane */
 	uint64_t id;
 };
 
@@ -113,7 +119,16 @@ static void check_answer(const struct req *q, const struct resp *r)
 		return;
 	}
 	SH_CHECK(r->status == 200, "status %d for request %" PRIu64, r->status, q->id);
-	if (q->blocking) {
+	if (q->lane) {
+		uint64_t id;
+		unsigned t;
+
+		SH_CHECK(sscanf(r->body, "slices %" SCNu64 " on thread %u", &id, &t) == 2, "body %s", r->body);
+		SH_CHECK(id == q->id, "answer for %" PRIu64 " to request %" PRIu64 ": out of order or lost", id, q->id);
+		SH_CHECK(t < WORKERS, "lane job %" PRIu64 " ran on thread %u, not a worker", id, t);
+		SH_CHECK(atomic_fetch_add(&seen[id], 1) == 0, "job %" PRIu64 " answered twice", id);
+		atomic_fetch_add(&lane_answered, 1);
+	} else if (q->blocking) {
 		uint64_t id;
 		unsigned t;
 
@@ -140,8 +155,17 @@ static void *client(void *arg)
 		int fd = dial();
 
 		for (unsigned i = 0; i < n; i++) {
-			q[i].blocking = vb_rng_below(&rng, 4) != 0;
-			if (q[i].blocking) {
+			unsigned what = (unsigned)vb_rng_below(&rng, 8);
+
+			q[i].blocking = what >= 2 && what < 6;
+			q[i].lane = what >= 6;
+			if (q[i].lane) {
+				q[i].id = atomic_fetch_add(&next_id, 1);
+				SH_CHECK(q[i].id < ids_max, "more ids than planned");
+				off += (size_t)snprintf(out + off, sizeof(out) - off,
+							"GET /slices?more=%u&sleep=%u&id=%" PRIu64 " HTTP/1.1\r\nHost: s\r\n\r\n",
+							vb_rng_below(&rng, 40), vb_rng_below(&rng, 2), q[i].id);
+			} else if (q[i].blocking) {
 				q[i].id = atomic_fetch_add(&next_id, 1);
 				SH_CHECK(q[i].id < ids_max, "more ids than planned");
 				off += (size_t)snprintf(out + off, sizeof(out) - off,
@@ -202,6 +226,7 @@ static bool run(const char *backend, const char *on_full)
 	port = vsrv_port(srv, 0);
 	shed_mode = strcmp(on_full, "shed") == 0;
 	uint64_t answered0 = atomic_load(&answered), refused0 = atomic_load(&refused);
+	uint64_t lane0 = atomic_load(&lane_answered);
 
 	for (uintptr_t i = 0; i < CLIENTS; i++)
 		SH_CHECK(pthread_create(&th[i], NULL, client, (void *)i) == 0, "pthread_create");
@@ -225,13 +250,16 @@ static bool run(const char *backend, const char *on_full)
 	SH_CHECK(s->blocking_busy == 0 && s->blocking_threads == POOL, "pool: busy %" PRIu64 " threads %" PRIu64,
 		 s->blocking_busy, s->blocking_threads);
 	SH_CHECK(shed_mode || s->shed == 0, "%" PRIu64 " refused with on_full = wait", s->shed);
+	SH_CHECK(s->lane_waiting == 0, "%" PRIu64 " jobs left in the lane", s->lane_waiting);
+	SH_CHECK(s->lane_jobs >= atomic_load(&lane_answered) - lane0, "lane_jobs %" PRIu64 " < lane answers read %" PRIu64,
+		 s->lane_jobs, atomic_load(&lane_answered) - lane0);
 	SH_CHECK(s->blocking_shed >= atomic_load(&refused) - refused0, "blocking_shed %" PRIu64 " < 503s read",
 		 s->blocking_shed);
 	printf("# %s, on_full = %s: %" PRIu64 " requests, %" PRIu64 " answers read (%" PRIu64
 	       " refused), %" PRIu64 " dropped with their connection, %" PRIu64 " blocking jobs taken, %" PRIu64
-	       " results dropped, queue full %" PRIu64 " times\n",
+	       " results dropped, queue full %" PRIu64 " times, %" PRIu64 " jobs through the lane\n",
 	       backend, on_full, s->requests, atomic_load(&answered) - answered0, atomic_load(&refused) - refused0,
-	       s->requests_dropped, s->blocking_jobs, s->results_dropped, s->blocking.full_events);
+	       s->requests_dropped, s->blocking_jobs, s->results_dropped, s->blocking.full_events, s->lane_jobs);
 	free(s);
 	vrt_shutdown(rt, VRT_SHUTDOWN_DRAIN);
 	atomic_store(&sh_rt, NULL);

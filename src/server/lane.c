@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server/lane.c: the heavy lane. Every job's first slice runs on an
+ * executor; a job that outlasts it (VJOB_MORE) leaves that executor for
+ * the lane, a first-come-first-served queue that one runner per worker
+ * (an executor whose source is the lane, not `jobs`) takes from, one job
+ * at a time, stepping it to the end in slices between everything else its
+ * worker runs. So light jobs never wait for a free executor behind heavy
+ * ones (an executor gives a heavy job up after one slice), and heavy jobs
+ * do not share their workers round-robin among themselves: at most one per
+ * worker runs at a time, the rest wait in order, so a heavy job's latency
+ * is its own work stretched by the light work beside it plus the heavy
+ * jobs that came before it — not the work of every heavy job in flight.
+ *
+ * Placement: a job entering the lane goes to the runner of the worker it
+ * is on when that runner is idle (no hand-over to another CPU), else to an
+ * idle runner of another worker, woken there through that worker's mailbox
+ * (vio_wake_on), so a second heavy job uses a second CPU at once whatever
+ * the gather rule holds; with every runner busy it waits its turn.
+ *
+ * Turns: a runner yields after each slice, and the runtime lets light work
+ * (fresh tasks) run first, giving a continuation its turn after at most
+ * VRT_CQ_FRESH_NS of it (doc/runtime.md, "Mixed work"): about two thirds
+ * of a worker for heavy work while both classes are backlogged. While jobs
+ * wait in the lane, that is too little for the heavy class to keep up (a
+ * closed loop of light requests then holds heavy jobs queued for tens of
+ * milliseconds), so a runner whose lane has jobs waiting takes its next
+ * slice at once, without yielding, while its share of its worker's time
+ * lately (both decaying over VSRV_LANE_TAU_NS) is below
+ * stages.heavy_share, at most VSRV_LANE_TURN_MAX slices in a row (its
+ * worker reaps I/O only between polls). Light work that comes now and then
+ * leaves the runner above its share, so it still runs first.
+ *
+ * Threading: the queue, the runners' idle flags and `closed` are under
+ * lane.mu, taken when a job enters the lane and when a runner looks for
+ * its next one (a few times per heavy job, never per light request), never
+ * held while waking. A job in the queue belongs to the lane; the mutex
+ * orders its contents between the executor that put it and the runner
+ * that takes it.
+ */
+#include "config.h"
+#include "server/internal.h"
+#include "base/time.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+int vsrv__lane_init(struct vsrv *srv)
+{
+	struct vsrv_lane *l = &srv->lane;
+
+	pthread_mutex_init(&l->mu, NULL);
+	l->runner = calloc(srv->nworkers, sizeof(*l->runner));
+	if (!l->runner)
+		return -ENOMEM;
+	for (unsigned w = 0; w < srv->nworkers; w++) {
+		struct vsrv_exec *x = vsrv__exec_new(srv, (int)w);
+
+		if (!x)
+			return -ENOMEM;
+		vio_wake_init(&x->wake, &x->task);
+		l->runner[w] = x;
+	}
+	return 0;
+}
+
+bool vsrv__lane_put(struct vsrv *srv, struct vsrv_job *job)
+{
+	struct vsrv_lane *l = &srv->lane;
+	struct vsrv_exec *r = NULL;
+	int self = vrt_worker_id();
+	unsigned n = srv->nworkers;
+
+	if (!vsrv__live(srv, heavy_lane))
+		return false;
+	job->next = NULL;
+	job->lane_t = vb_now_ns();
+	pthread_mutex_lock(&l->mu);
+	if (l->closed) {
+		pthread_mutex_unlock(&l->mu);
+		return false;
+	}
+	if (l->tail)
+		l->tail->next = job;
+	else
+		l->head = job;
+	l->tail = job;
+	atomic_store_explicit(&l->waiting, l->waiting + 1, memory_order_relaxed);
+	/* This worker's runner first, then the others' in turn. */
+	for (unsigned i = 0; i < n; i++) {
+		struct vsrv_exec *x = l->runner[((unsigned)(self < 0 ? 0 : self) + i) % n];
+
+		if (x->lane_idle) {
+			x->lane_idle = false;
+			r = x;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&l->mu);
+	VSRV_INC(srv, lane_jobs);
+	if (r)
+		vio_wake_on(srv->io, (unsigned)r->lane_w, &r->wake);
+	return true;
+}
+
+struct vsrv_job *vsrv__lane_take(struct vsrv *srv, struct vsrv_exec *x)
+{
+	struct vsrv_lane *l = &srv->lane;
+	struct vsrv_job *job;
+
+	pthread_mutex_lock(&l->mu);
+	job = l->head;
+	if (job) {
+		l->head = job->next;
+		if (!l->head)
+			l->tail = NULL;
+		atomic_store_explicit(&l->waiting, l->waiting - 1, memory_order_relaxed);
+		x->lane_idle = false;
+	} else if (l->closed) {
+		x->recv_closed = true;
+	} else {
+		/* Whoever puts the next job clears this and wakes us. */
+		x->lane_idle = true;
+	}
+	pthread_mutex_unlock(&l->mu);
+	if (job) {
+		job->next = NULL;
+		VSRV_ADD(srv, lane_wait_ns, (uint64_t)(vb_now_ns() - job->lane_t));
+	}
+	return job;
+}
+
+void vsrv__lane_account(struct vsrv_exec *x, int64_t now, int64_t ran)
+{
+	int64_t el = now - x->sh_t;
+
+	x->sh_t = now;
+	if (el < ran) { /* the first slice */
+		x->sh_busy = x->sh_wall = ran;
+		return;
+	}
+	if (el >= VSRV_LANE_TAU_NS) { /* idle for a whole window before it */
+		x->sh_busy = ran;
+		x->sh_wall = VSRV_LANE_TAU_NS;
+		return;
+	}
+	/* Both decay linearly over VSRV_LANE_TAU_NS. */
+	x->sh_busy = x->sh_busy - x->sh_busy * el / VSRV_LANE_TAU_NS + ran;
+	x->sh_wall = x->sh_wall - x->sh_wall * el / VSRV_LANE_TAU_NS + el;
+}
+
+bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, unsigned *turn)
+{
+	/* Relaxed: advice; a stale count moves the turn by a slice. */
+	uint64_t waiting = atomic_load_explicit(&srv->lane.waiting, memory_order_relaxed);
+	int64_t share = vsrv__live(srv, heavy_share);
+
+	if (!waiting || ++*turn >= VSRV_LANE_TURN_MAX)
+		return false;
+	return x->sh_busy * 100 < share * x->sh_wall;
+}
+
+void vsrv__lane_close(struct vsrv *srv)
+{
+	struct vsrv_lane *l = &srv->lane;
+
+	if (!l->runner)
+		return;
+	pthread_mutex_lock(&l->mu);
+	l->closed = true;
+	pthread_mutex_unlock(&l->mu);
+	/* Every runner looks again: it ends once the queue is empty. */
+	for (unsigned w = 0; w < srv->nworkers; w++)
+		if (l->runner[w] && l->runner[w]->spawned)
+			vrt_task_wake(&l->runner[w]->task);
+}
+
+uint64_t vsrv__lane_waiting(struct vsrv *srv)
+{
+	uint64_t n;
+
+	if (!srv->lane.runner)
+		return 0;
+	/* Relaxed: a gauge. */
+	n = atomic_load_explicit(&srv->lane.waiting, memory_order_relaxed);
+	return n;
+}
+
+void vsrv__lane_free(struct vsrv *srv)
+{
+	struct vsrv_lane *l = &srv->lane;
+	struct vsrv_job *job;
+
+	if (!l->runner)
+		return;
+	/* Jobs left behind by cancelled runners. */
+	while ((job = l->head)) {
+		l->head = job->next;
+		vsrv__job_free(srv, job);
+	}
+	for (unsigned w = 0; w < srv->nworkers; w++)
+		if (l->runner[w])
+			vrt_task_unref(&l->runner[w]->task);
+	free(l->runner);
+	l->runner = NULL;
+	pthread_mutex_destroy(&l->mu);
+}

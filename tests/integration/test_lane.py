@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: MIT
+"""The heavy lane against a real voltd, once per I/O backend
+(doc/server.md, the lane row; src/server/lane.c): a job that outlasts its
+first slice leaves its executor for the lane, whose runners (one per
+worker) take its jobs first come first served, one at a time each; light
+requests are answered meanwhile. Behaviour only: the order in which
+responses arrive, the lane's counters and what each worker runs; the
+heavy jobs differ in length by ten times, so the orders below hold on any
+machine, however slow."""
+import socket
+import threading
+import time
+
+from ctlutil import ctl
+from httputil import backend, voltd  # noqa: F401
+
+LONG = "/v1/spin?n=300000000"    # about half a second of CPU
+SHORT = "/v1/spin?n=30000000"     # a tenth of that
+LIGHT = "/v1/spin?n=1000"
+
+
+def server(d):
+    r = ctl(d, "stats")
+    assert r["ok"], r
+    return r["server"]
+
+
+def until(what, fn, timeout=30):
+    end = time.monotonic() + timeout
+    while True:
+        v = fn()
+        if v:
+            return v
+        assert time.monotonic() < end, "timed out waiting for " + what
+        time.sleep(0.01)
+
+
+class Order:
+    """The order responses arrive in, by name."""
+
+    def __init__(self):
+        self.mu = threading.Lock()
+        self.seq = []
+
+    def done(self, name):
+        with self.mu:
+            self.seq.append(name)
+
+
+def request(d, path, name, order):
+    """Send one GET on a connection of its own; a thread reads the whole
+    response (status 200) and records its arrival."""
+    s = socket.create_connection(("127.0.0.1", d.port), timeout=60)
+    s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path).encode())
+
+    def read():
+        data = b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            data += b
+        s.close()
+        assert data.startswith(b"HTTP/1.1 200"), (name, data[:80])
+        order.done(name)
+
+    t = threading.Thread(target=read)
+    t.start()
+    return t
+
+
+def long_then_short(d, lane):
+    """LONG, then SHORT once LONG has entered the lane (or, with the lane
+    off, is running), then a light request: the order their responses
+    arrive in, and how many jobs entered the lane."""
+    order = Order()
+    jobs0 = server(d)["lane_jobs"]
+    ts = [request(d, LONG, "long", order)]
+    if lane:
+        until("the long job in the lane", lambda: server(d)["lane_jobs"] > jobs0)
+    else:
+        until("the long job running", lambda: server(d)["in_flight"]["exec"] >= 1)
+    ts.append(request(d, SHORT, "short", order))
+    until("both heavy jobs in flight", lambda: server(d)["in_flight"]["exec"] >= 2)
+    ts.append(request(d, LIGHT, "light", order))
+    for t in ts:
+        t.join(120)
+        assert not t.is_alive()
+    return order.seq, server(d)["lane_jobs"] - jobs0
+
+
+def test_heavy_jobs_first_come_first_served(voltd):
+    # One worker, one runner: the short job waits for the long one that
+    # came first (round-robin would finish it first); the light request
+    # is answered while both are in flight.
+    d = voltd("-s", "scheduler.workers=1")
+    order, lane_jobs = long_then_short(d, True)
+    assert order == ["light", "long", "short"], order
+    assert lane_jobs == 2
+    st = server(d)
+    assert st["lane_waiting"] == 0 and st["lane_wait_ns"] > 0, st
+
+
+def test_the_second_waits_its_turn(voltd):
+    d = voltd("-s", "scheduler.workers=1")
+    order = Order()
+    ts = [request(d, LONG, "long", order)]
+    until("the long job in the lane", lambda: server(d)["lane_jobs"] >= 1)
+    ts.append(request(d, SHORT, "short", order))
+    # The short job outlasts its first slice too, and waits in the lane.
+    st = until("the short job waiting in the lane", lambda: (lambda s: s if s["lane_waiting"] == 1 else None)(server(d)))
+    assert st["lane_jobs"] == 2, st
+    for t in ts:
+        t.join(120)
+    assert order.seq == ["long", "short"], order.seq
+
+
+def test_lane_off_is_round_robin_and_live(voltd):
+    d = voltd("-s", "scheduler.workers=1", "-s", "stages.heavy_lane=off")
+    order, lane_jobs = long_then_short(d, False)
+    assert order == ["light", "short", "long"], order
+    assert lane_jobs == 0
+    r = ctl(d, "set stages.heavy_lane on")
+    assert r["ok"], r
+    order, lane_jobs = long_then_short(d, True)
+    assert order == ["light", "long", "short"], order
+    assert lane_jobs == 2
+
+
+def test_a_second_heavy_job_runs_on_the_idle_worker(voltd):
+    # Two workers, stealing off, the gather rule on (an idle daemon takes
+    # every connection on worker 0): the second heavy job goes to the
+    # runner of worker 1, woken there through its mailbox, so both run at
+    # once, one per worker, and none waits in the lane.
+    d = voltd("-s", "scheduler.stealing=off")
+    order = Order()
+    ts = [request(d, LONG, "a", order)]
+    until("the first job in the lane", lambda: server(d)["lane_jobs"] >= 1)
+    ts.append(request(d, LONG, "b", order))
+    until("the second job in the lane", lambda: server(d)["lane_jobs"] >= 2)
+
+    def both_running():
+        r = ctl(d, "stats workers")
+        assert r["ok"], r
+        tasks = [w["task"] for w in r["workers"]]
+        return tasks if tasks == ["lane", "lane"] else None
+    until("a runner on each worker at once", both_running)
+    assert server(d)["lane_waiting"] == 0
+    for t in ts:
+        t.join(120)
+    assert sorted(order.seq) == ["a", "b"]

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/unit/test_server_lane.c: the heavy lane's turn rule
+ * (src/server/lane.c, "Turns"), by its arithmetic: a runner takes its
+ * next slice at once (no yield) only while jobs wait in the lane, its
+ * share of its worker's time lately is below stages.heavy_share and it
+ * has run fewer than VSRV_LANE_TURN_MAX slices in this poll. Clock values
+ * are given, not read: nothing here depends on the machine's speed. The
+ * FIFO order and the placement on an idle worker's runner are tested on a
+ * real voltd (tests/integration/test_lane.py, tests/stress/stress_blocking).
+ */
+#include "config.h"
+#include "server/internal.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#define US 1000LL
+/* Past VSRV_LANE_TAU_NS after 0: the first slice starts a new window. */
+#define START (10 * VB_NS_PER_MS)
+
+static struct vsrv *srv;
+static struct vsrv_exec x;
+
+static int setup(void **state)
+{
+	(void)state;
+	srv = calloc(1, sizeof(*srv));
+	assert_non_null(srv);
+	atomic_store(&srv->live.heavy_share, 80);
+	memset(&x, 0, sizeof(x));
+	x.lane_w = 0;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	free(srv);
+	return 0;
+}
+
+/* n slices of `ran` us, each `gap` us after the last one ended. */
+static int64_t run_slices(int64_t t, unsigned n, int64_t ran, int64_t gap)
+{
+	for (unsigned i = 0; i < n; i++) {
+		t += (gap + ran) * US;
+		vsrv__lane_account(&x, t, ran * US);
+	}
+	return t;
+}
+
+static bool more(void)
+{
+	unsigned turn = 0;
+
+	return vsrv__lane_more(srv, &x, &turn);
+}
+
+static void test_nothing_waiting_always_yields(void **state)
+{
+	(void)state;
+	/* The runner had 1 slice in 10: far below its share, but nothing
+	 * waits in the lane: light work comes first. */
+	run_slices(START, 20, 50, 450);
+	atomic_store(&srv->lane.waiting, 0);
+	assert_false(more());
+}
+
+static void test_below_its_share_with_jobs_waiting_goes_on(void **state)
+{
+	(void)state;
+	/* Light work took two thirds of the worker: 50 us slices, 100 us
+	 * between. With a job waiting, the runner takes its next slice. */
+	run_slices(START, 40, 50, 100);
+	atomic_store(&srv->lane.waiting, 1);
+	assert_true(more());
+}
+
+static void test_at_its_share_yields(void **state)
+{
+	(void)state;
+	/* Slices back to back (nothing else ran): its share is all of the
+	 * worker, above 80 %: it yields, and light work that came runs. */
+	int64_t t = run_slices(START, 400, 50, 0);
+	atomic_store(&srv->lane.waiting, 3);
+	assert_false(more());
+	/* 50 us slices, 10 us between, long enough to forget the above:
+	 * 83 %, still above 80 %. */
+	run_slices(t, 400, 50, 10);
+	assert_false(more());
+	/* The share is the setting (live): at 90 % the runner goes on. */
+	atomic_store(&srv->live.heavy_share, 90);
+	assert_true(more());
+}
+
+static void test_a_turn_ends_after_its_bound(void **state)
+{
+	(void)state;
+	unsigned turn = 0, taken = 0;
+
+	run_slices(START, 40, 50, 200);
+	atomic_store(&srv->lane.waiting, 1);
+	while (vsrv__lane_more(srv, &x, &turn))
+		taken++;
+	/* The share is not updated here (no slice accounted): only the
+	 * bound ends the turn. */
+	assert_int_equal(taken, VSRV_LANE_TURN_MAX - 1);
+}
+
+static void test_an_old_share_is_forgotten(void **state)
+{
+	(void)state;
+	/* Back to back for a while (share 100 %), then, after a pause longer
+	 * than the decay (VSRV_LANE_TAU_NS), one slice in five: the runner is
+	 * below its share again, whatever came before. */
+	int64_t t = run_slices(START, 400, 50, 0);
+	t += VSRV_LANE_TAU_NS;
+	run_slices(t, 20, 50, 200);
+	atomic_store(&srv->lane.waiting, 1);
+	assert_true(more());
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_nothing_waiting_always_yields, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_below_its_share_with_jobs_waiting_goes_on, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_at_its_share_yields, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_turn_ends_after_its_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_an_old_share_is_forgotten, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
