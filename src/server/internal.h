@@ -477,7 +477,7 @@ struct vsrv {
 		_Atomic bool access_log, heavy_lane;
 		_Atomic uint32_t codel_target_ms, codel_interval_ms;
 		_Atomic uint32_t overrun_factor, quarantine_overruns, quarantine_window_ms;
-		_Atomic uint32_t heavy_share;
+		_Atomic uint32_t heavy_share, heavy_wait_ms;
 		/* Not a configuration key: vsrv_trace_set (trace.c), 0 off. */
 		_Atomic uint32_t trace_every;
 	} live;

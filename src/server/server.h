@@ -90,6 +90,10 @@ struct vsrv_config {
 	 * while heavy jobs wait and light work also does (live) */
 	bool heavy_lane;
 	unsigned heavy_share;
+	/* stages.heavy_wait_ms: while the lane's first job has waited this
+	 * long, a job that outlasts its slice stays with its executor (0:
+	 * the lane takes every job; live) */
+	unsigned heavy_wait_ms;
 	/* [modules]: the blocking pool (threads and its queue's capacity;
 	 * started only when a registered kind is blocking); a step longer
 	 * than overrun_factor x slice_us is an overrun; quarantine_overruns

@@ -241,6 +241,10 @@ static const struct vcfg_key schema[] = {
 	  .unit = "percent", .apply = live_server,
 	  .doc = "while heavy jobs wait in the lane, a runner takes slices in a row (light work waiting) "
 		 "until it has had this share of its worker lately" },
+	{ "stages", "heavy_wait_ms", VCFG_UINT, "10", 0, 60000, F(server.heavy_wait_ms),
+	  .unit = "ms", .apply = live_server,
+	  .doc = "while the lane's first job has waited this long, a job that outlasts its slice stays "
+		 "with its executor (as with the lane off); 0 = the lane takes every job" },
 	/* [jobs]: the built-in module's keys (spin_max_n, sleep_max_ms,
 	 * declared in src/jobs/builtin.c) come first, made from its
 	 * declaration (schema_init). */

@@ -93,7 +93,7 @@ def test_heavy_jobs_first_come_first_served(voltd):
     # One worker, one runner: the short job waits for the long one that
     # came first (round-robin would finish it first); the light request
     # is answered while both are in flight.
-    d = voltd("-s", "scheduler.workers=1")
+    d = voltd("-s", "scheduler.workers=1", "-s", "stages.heavy_wait_ms=0")
     order, lane_jobs = long_then_short(d, True)
     assert order == ["light", "long", "short"], order
     assert lane_jobs == 2
@@ -102,7 +102,7 @@ def test_heavy_jobs_first_come_first_served(voltd):
 
 
 def test_the_second_waits_its_turn(voltd):
-    d = voltd("-s", "scheduler.workers=1")
+    d = voltd("-s", "scheduler.workers=1", "-s", "stages.heavy_wait_ms=0")
     order = Order()
     ts = [request(d, LONG, "long", order)]
     until("the long job in the lane", lambda: server(d)["lane_jobs"] >= 1)
@@ -116,7 +116,7 @@ def test_the_second_waits_its_turn(voltd):
 
 
 def test_lane_off_is_round_robin_and_live(voltd):
-    d = voltd("-s", "scheduler.workers=1", "-s", "stages.heavy_lane=off")
+    d = voltd("-s", "scheduler.workers=1", "-s", "stages.heavy_lane=off", "-s", "stages.heavy_wait_ms=0")
     order, lane_jobs = long_then_short(d, False)
     assert order == ["light", "short", "long"], order
     assert lane_jobs == 0
@@ -149,3 +149,21 @@ def test_a_second_heavy_job_runs_on_the_idle_worker(voltd):
     for t in ts:
         t.join(120)
     assert sorted(order.seq) == ["a", "b"]
+
+
+def test_a_job_behind_a_long_wait_stays_with_its_executor(voltd):
+    # One runner; heavy_wait_ms 1: once the lane's first waiting job has
+    # waited 1 ms, the next heavy job stays with its executor, taking
+    # turns with the runner's job, so it ends first; the one waiting in
+    # the lane still waits for the long job before it.
+    d = voltd("-s", "scheduler.workers=1", "-s", "stages.heavy_wait_ms=1")
+    order = Order()
+    ts = [request(d, LONG, "long", order)]
+    until("the long job in the lane", lambda: server(d)["lane_jobs"] >= 1)
+    ts.append(request(d, SHORT, "short1", order))
+    until("short1 waiting in the lane", lambda: server(d)["lane_waiting"] == 1)
+    ts.append(request(d, SHORT, "short2", order))
+    for t in ts:
+        t.join(120)
+    assert order.seq == ["short2", "long", "short1"], order.seq
+    assert server(d)["lane_jobs"] == 2
