@@ -353,6 +353,23 @@ static void exec_release_all(struct vsrv_exec *x)
 	}
 }
 
+/* codel: a job taken after waiting `waited` in a queue whose admission
+ * state is `a`; too long in an overloaded queue: answered 503 unrun
+ * (admit.c), as the executor's next reply. */
+static bool exec_codel_refuses(struct vsrv_exec *x, struct vsrv_admit *a, struct vsrv_job *job, int64_t waited,
+			       int64_t now)
+{
+	struct vsrv *srv = x->srv;
+
+	if (srv->cfg.on_full != VSRV_ON_FULL_CODEL || !vsrv__admit_sample_on(srv, a, waited, now))
+		return false;
+	VSRV_INC(srv, delay_shed);
+	VSRV_INC(srv, shed);
+	job->refused = true;
+	x->out = job;
+	return true;
+}
+
 static enum vrt_poll exec_poll(struct vrt_task *t)
 {
 	struct vsrv_exec *x = vb_container_of(t, struct vsrv_exec, task);
@@ -402,17 +419,11 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 						continue;
 					return exec_sleep(x, now);
 				}
-				/* codel: the wait in the lane, as the wait in
-				 * `jobs` above, with its own state: a heavy
-				 * backlog stands here, not in `jobs`. */
-				if (srv->cfg.on_full == VSRV_ON_FULL_CODEL &&
-				    vsrv__admit_sample_on(srv, &srv->lane.admit, now - next->lane_t, now)) {
-					VSRV_INC(srv, delay_shed);
-					VSRV_INC(srv, shed);
-					next->refused = true;
-					x->out = next;
+				/* codel: the wait in the lane, with a state of
+				 * its own: a heavy backlog stands here, not in
+				 * `jobs`. */
+				if (exec_codel_refuses(x, &srv->lane.admit, next, now - next->lane_t, now))
 					continue;
-				}
 				runq_push(x, next);
 				vrt_service_reset();
 				goto step;
@@ -431,16 +442,9 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 			}
 			struct vsrv_job *taken = vch_ptr(v);
 			vsrv__trace_job(taken, VSRV_TP_EXEC);
-			/* codel: how long it waited in `jobs`; too long in an
-			 * overloaded queue: 503, unrun (admit.c). */
-			if (srv->cfg.on_full == VSRV_ON_FULL_CODEL &&
-			    vsrv__admit_sample(srv, now - taken->to.t0, now)) {
-				VSRV_INC(srv, delay_shed);
-				VSRV_INC(srv, shed);
-				taken->refused = true;
-				x->out = taken;
+			/* codel: how long it waited in `jobs`. */
+			if (exec_codel_refuses(x, &srv->admit, taken, now - taken->to.t0, now))
 				continue;
-			}
 			runq_push(x, taken);
 			/* A new job: the slices of the last one do not make
 			 * this executor a continuation. */

@@ -7,12 +7,11 @@ requests are answered meanwhile. Behaviour only: the order in which
 responses arrive, the lane's counters and what each worker runs; the
 heavy jobs differ in length by ten times, so the orders below hold on any
 machine, however slow."""
-import socket
 import threading
 import time
 
 from ctlutil import ctl
-from httputil import backend, voltd  # noqa: F401
+from httputil import Reader, backend, connect, req_bytes, voltd  # noqa: F401
 
 LONG = "/v1/spin?n=300000000"    # about half a second of CPU
 SHORT = "/v1/spin?n=30000000"     # a tenth of that
@@ -48,20 +47,15 @@ class Order:
 
 
 def request(d, path, name, order):
-    """Send one GET on a connection of its own; a thread reads the whole
+    """Send one GET on a connection of its own; a thread reads the
     response (status 200) and records its arrival."""
-    s = socket.create_connection(("127.0.0.1", d.port), timeout=60)
-    s.sendall(("GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path).encode())
+    s = connect(d.port, timeout=60)
+    s.sendall(req_bytes("GET", path, close=True))
 
     def read():
-        data = b""
-        while True:
-            b = s.recv(65536)
-            if not b:
-                break
-            data += b
+        r = Reader(s).response()
         s.close()
-        assert data.startswith(b"HTTP/1.1 200"), (name, data[:80])
+        assert r.status == 200, (name, r.status)
         order.done(name)
 
     t = threading.Thread(target=read)
