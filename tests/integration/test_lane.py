@@ -101,9 +101,11 @@ def test_the_second_waits_its_turn(voltd):
     ts = [request(d, LONG, "long", order)]
     until("the long job in the lane", lambda: server(d)["lane_jobs"] >= 1)
     ts.append(request(d, SHORT, "short", order))
-    # The short job outlasts its first slice too, and waits in the lane.
-    st = until("the short job waiting in the lane", lambda: (lambda s: s if s["lane_waiting"] == 1 else None)(server(d)))
-    assert st["lane_jobs"] == 2, st
+    # The short job outlasts its first slice too, and waits in the lane
+    # (the gauge and the counter are two reads: a snapshot may fall
+    # between the job's entry and its count).
+    until("the short job waiting in the lane",
+          lambda: (lambda s: s["lane_waiting"] == 1 and s["lane_jobs"] == 2)(server(d)))
     for t in ts:
         t.join(120)
     assert order.seq == ["long", "short"], order.seq
@@ -156,8 +158,12 @@ def test_a_job_behind_a_long_wait_stays_with_its_executor(voltd):
     until("the long job in the lane", lambda: server(d)["lane_jobs"] >= 1)
     ts.append(request(d, SHORT, "short1", order))
     until("short1 waiting in the lane", lambda: server(d)["lane_waiting"] == 1)
+    # However fast the machine, short1 has now waited more than 1 ms
+    # when short2's first slice ends.
+    time.sleep(0.05)
     ts.append(request(d, SHORT, "short2", order))
     for t in ts:
         t.join(120)
+    st = server(d)
+    assert st["lane_jobs"] == 2, (order.seq, st)
     assert order.seq == ["short2", "long", "short1"], order.seq
-    assert server(d)["lane_jobs"] == 2
