@@ -131,6 +131,14 @@ void vrt_poll_label(const char *label);
  * (doc/runtime.md). No-op outside a worker. */
 void vrt_service_reset(void);
 
+/* From a poll function that returns VRT_YIELD after running n slices of
+ * work in a row (n >= 1, e.g. steps of a job): they count as n slices for
+ * the mixed-work policy, not one, so a task that takes several slices in
+ * one poll gets a continuation's turn of VRT_CONT_QUANTUM slices of work,
+ * like a task that yields after each, not that many polls. No-op outside a
+ * worker. */
+void vrt_service_slices(unsigned n);
+
 /*
  * Cooperative budget: each poll may perform `budget` channel/I/O operations.
  * An operation calls this first; false means the budget is spent: the

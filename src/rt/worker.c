@@ -125,6 +125,20 @@ void vrt_service_reset(void)
 		vrt__tls_task->slices = 0;
 }
 
+void vrt_service_slices(unsigned n)
+{
+	struct vrt_task *t = vrt__tls_task;
+	unsigned room;
+
+	if (!vrt__tls_worker || !t || n < 2)
+		return;
+	/* Owner of the poll, as above. place_polled counts the last slice;
+	 * the others stop short of the end of the turn, which it must see
+	 * (slices % VRT_CONT_QUANTUM == 0 at its increment). */
+	room = VRT_CONT_QUANTUM - 1 - t->slices % VRT_CONT_QUANTUM;
+	t->slices = (uint16_t)(t->slices + (n - 1 < room ? n - 1 : room));
+}
+
 bool vrt_budget_consume(void)
 {
 	struct vrt_worker *w = vrt__tls_worker;

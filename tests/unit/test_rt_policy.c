@@ -4,7 +4,9 @@
  * (doc/runtime.md, "Mixed work") on a real runtime, asserted by
  * counts, never by time: a sliced task with nothing waiting runs its slices
  * back to back (no yield, no futile wake-up); a light task queued behind a
- * sliced task runs before that task's next slice; a continuation finishes
+ * sliced task runs before that task's next slice; a continuation that
+ * runs several slices in one poll gets a turn of as many slices of work,
+ * not polls (vrt_service_slices); a continuation finishes
  * under a flood of fresh tasks; completions on a busy worker's driver are
  * reaped within io_reap_us of slice time (counted in slices); a task queued
  * behind a sibling's long poll is stolen while that poll lasts, with no
@@ -442,6 +444,67 @@ static void test_continuations_share_by_quantum(void **st)
 	(void)st;
 	share_by_quantum(false);
 	share_by_quantum(true);
+}
+
+/* A continuation that runs BATCH slices of work per poll and says so
+ * (vrt_service_slices), beside one that yields after each: its turn is
+ * VRT_CONT_QUANTUM slices of work, i.e. VRT_CONT_QUANTUM / BATCH polls,
+ * not VRT_CONT_QUANTUM polls (BATCH times the other's turn). */
+enum { BATCH = 10 };
+
+static enum vrt_poll fn_logged_batch(struct pt *x)
+{
+	if (log_len < LOG_MAX)
+		slice_log[log_len++] = x->tag;
+	busy(x->slice_ns * (BATCH - 1));
+	vrt_service_slices(BATCH);
+	return fn_sliced(x);
+}
+
+static void test_a_poll_of_many_slices_counts_them(void **st)
+{
+	enum { SLICES = 1000 };
+	struct vrt *rt = mkrt(1, NULL);
+	struct pt *a = pt_new(fn_logged_batch, rt), *b = pt_new(fn_logged, rt);
+	int run = 0, longest_a = 0, b_end = 0, b_start = -1, a_polls = 0;
+
+	(void)st;
+	log_len = 0;
+	a->left = 1 << 30; /* until b is done */
+	b->left = SLICES;
+	a->slice_ns = b->slice_ns = 2 * 1000;
+	a->tag = 'a';
+	b->tag = 'b';
+	assert_int_equal(vrt_spawn(rt, &a->t), 0);
+	wait_until(&a->done, 10); /* a is a continuation by now */
+	assert_int_equal(vrt_spawn(rt, &b->t), 0);
+	vrt_task_join_wait(&b->t);
+	atomic_store(&a->stop, 1);
+	vrt_task_join_wait(&a->t);
+	vrt_free(rt); /* joins the worker: its log writes are ours now */
+	for (int i = 0; i < log_len; i++) {
+		if (slice_log[i] == 'b')
+			b_end = i;
+		if (slice_log[i] == 'b' && b_start < 0)
+			b_start = i;
+	}
+	for (int i = b_start; i <= b_end; i++) {
+		run = i > b_start && slice_log[i] == slice_log[i - 1] ? run + 1 : 1;
+		if (slice_log[i] == 'a') {
+			a_polls++;
+			if (run > longest_a)
+				longest_a = run;
+		}
+	}
+	print_message("# a batching continuation: longest run %d polls, %d polls beside b's %d\n",
+		      longest_a, a_polls, SLICES);
+	assert_true(b_end < LOG_MAX - 1);
+	/* Its turns: at most a quantum of work (+1: the turn in progress
+	 * when b came), and it had some while b ran. */
+	assert_true(longest_a <= (int)(VRT_CONT_QUANTUM / BATCH) + 1);
+	assert_true(a_polls > 0);
+	vrt_task_unref(&a->t);
+	vrt_task_unref(&b->t);
 }
 
 /*
@@ -1063,6 +1126,7 @@ int main(void)
 		cmocka_unit_test(test_light_before_next_slice),
 		cmocka_unit_test(test_continuation_under_flood),
 		cmocka_unit_test(test_continuations_share_by_quantum),
+		cmocka_unit_test(test_a_poll_of_many_slices_counts_them),
 		cmocka_unit_test(test_continuation_beside_fresh_stream),
 		cmocka_unit_test(test_reap_by_slice_time),
 		cmocka_unit_test(test_queued_behind_long_poll),
