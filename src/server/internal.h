@@ -400,6 +400,7 @@ struct vsrv_lane {
 	pthread_mutex_t mu;
 	struct vsrv_job *head, *tail;   /* waiting, first come first (job->next) */
 	_Atomic uint64_t waiting;       /* jobs in the queue (written under mu, read relaxed) */
+	_Atomic int64_t head_t;         /* the first one's lane_t, 0 when empty (the same) */
 	bool closed;                    /* stopping: nothing enters; runners end once it is empty */
 	struct vsrv_exec **runner;      /* [nworkers] */
 	/* on_full = codel: the waits in the lane (admit.c), sampled by
@@ -880,7 +881,7 @@ bool vsrv__lane_put(struct vsrv *srv, struct vsrv_job *job);
 struct vsrv_job *vsrv__lane_take(struct vsrv *srv, struct vsrv_exec *x);
 /* A runner's job used up a slice (the turn-th of this poll): true when it
  * takes another slice at once. */
-bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, unsigned *turn);
+bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, unsigned *turn);
 /* A runner ran a slice of `ran` ns that ended at `now`. */
 void vsrv__lane_account(struct vsrv_exec *x, int64_t now, int64_t ran);
 void vsrv__lane_close(struct vsrv *srv);

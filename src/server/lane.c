@@ -38,14 +38,18 @@
  * outlasts its slice stays with its executor and takes turns there, as
  * with the lane off: heavy work then holds executors, light jobs wait in
  * `jobs` behind it, and the overload shows where back pressure, CoDel and
- * /readyz look.
+ * /readyz look. The runners meanwhile take their slices in a row (at most
+ * VSRV_LANE_TURN_MAX) whatever their share, to drain what came first;
+ * the runtime counts each of them toward a continuation's turn
+ * (vrt_service_slices), so a job an executor keeps still gets its turns.
  *
  * Threading: the queue, the runners' idle flags and `closed` are under
  * lane.mu, taken when a job enters the lane and when a runner looks for
  * its next one (a few times per heavy job, never per light request), never
  * held while waking. A job in the queue belongs to the lane; the mutex
  * orders its contents between the executor that put it and the runner
- * that takes it.
+ * that takes it. `waiting` and `head_t` (the first job's entry time) are
+ * written under it and read relaxed by the turn rule: advice only.
  */
 #include "config.h"
 #include "server/internal.h"
@@ -91,10 +95,12 @@ bool vsrv__lane_put(struct vsrv *srv, struct vsrv_job *job)
 		pthread_mutex_unlock(&l->mu);
 		return false;
 	}
-	if (l->tail)
+	if (l->tail) {
 		l->tail->next = job;
-	else
+	} else {
 		l->head = job;
+		atomic_store_explicit(&l->head_t, job->lane_t, memory_order_relaxed);
+	}
 	l->tail = job;
 	atomic_store_explicit(&l->waiting, l->waiting + 1, memory_order_relaxed);
 	/* This worker's runner first, then the others' in turn. */
@@ -125,6 +131,7 @@ struct vsrv_job *vsrv__lane_take(struct vsrv *srv, struct vsrv_exec *x)
 		l->head = job->next;
 		if (!l->head)
 			l->tail = NULL;
+		atomic_store_explicit(&l->head_t, l->head ? l->head->lane_t : 0, memory_order_relaxed);
 		atomic_store_explicit(&l->waiting, l->waiting - 1, memory_order_relaxed);
 		x->lane_idle = false;
 	} else if (l->closed) {
@@ -160,14 +167,20 @@ void vsrv__lane_account(struct vsrv_exec *x, int64_t now, int64_t ran)
 	x->sh_wall = x->sh_wall - x->sh_wall * el / VSRV_LANE_TAU_NS + el;
 }
 
-bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, unsigned *turn)
+bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, unsigned *turn)
 {
-	/* Relaxed: advice; a stale count moves the turn by a slice. */
+	/* Relaxed: advice; a stale count or time moves the turn by a slice. */
 	uint64_t waiting = atomic_load_explicit(&srv->lane.waiting, memory_order_relaxed);
+	int64_t head_t = atomic_load_explicit(&srv->lane.head_t, memory_order_relaxed);
+	int64_t aged = (int64_t)vsrv__live(srv, heavy_wait_ms) * VB_NS_PER_MS;
 	int64_t share = vsrv__live(srv, heavy_share);
 
 	if (!waiting || ++*turn >= VSRV_LANE_TURN_MAX)
 		return false;
+	/* Behind (see above): the heavy class is where the CPUs fall
+	 * short, so a runner takes its slices in a row whatever its share. */
+	if (aged && head_t && now - head_t >= aged)
+		return true;
 	return x->sh_busy * 100 < share * x->sh_wall;
 }
 

@@ -377,6 +377,7 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 	enum vch_status st;
 	uint64_t v;
 	unsigned turn = 0; /* a runner's slices in a row in this poll */
+	unsigned ran = 0;  /* of them, its current job's */
 
 	if (vrt_task_is_cancelled(t)) {
 		exec_release_all(x);
@@ -426,6 +427,7 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 					continue;
 				runq_push(x, next);
 				vrt_service_reset();
+				ran = 0;
 				goto step;
 			}
 			st = vch_set_recv_poll(srv->jobs, vsrv__home(srv), &x->jobs_waiter, &v);
@@ -485,8 +487,14 @@ step:;
 			if (x->lane_w < 0 && vsrv__lane_put(srv, job))
 				return VRT_YIELD;
 			runq_push(x, job);
-			if (x->lane_w >= 0 && vsrv__lane_more(srv, x, &turn))
-				continue;
+			if (x->lane_w >= 0) {
+				ran++;
+				if (vsrv__lane_more(srv, x, end, &turn))
+					continue;
+				/* Its turn as a continuation counts these
+				 * slices, not this one poll. */
+				vrt_service_slices(ran);
+			}
 			return VRT_YIELD;
 		case VJOB_SLEEP:
 			if (!x->nsleep)

@@ -2,10 +2,12 @@
 /*
  * tests/unit/test_server_lane.c: the heavy lane's turn rule
  * (src/server/lane.c, "Turns"), by its arithmetic: a runner takes its
- * next slice at once (no yield) only while jobs wait in the lane, its
- * share of its worker's time lately is below stages.heavy_share and it
- * has run fewer than VSRV_LANE_TURN_MAX slices in this poll. Clock values
- * are given, not read: nothing here depends on the machine's speed. The
+ * next slice at once (no yield) only while jobs wait in the lane, it has
+ * run fewer than VSRV_LANE_TURN_MAX slices in this poll and either its
+ * share of its worker's time lately is below stages.heavy_share or the
+ * lane is behind (its first job has waited stages.heavy_wait_ms). Clock
+ * values are given, not read: nothing here depends on the machine's
+ * speed. The
  * FIFO order and the placement on an idle worker's runner are tested on a
  * real voltd (tests/integration/test_lane.py, tests/stress/stress_blocking).
  */
@@ -54,11 +56,16 @@ static int64_t run_slices(int64_t t, unsigned n, int64_t ran, int64_t gap)
 	return t;
 }
 
-static bool more(void)
+static bool more_at(int64_t now)
 {
 	unsigned turn = 0;
 
-	return vsrv__lane_more(srv, &x, &turn);
+	return vsrv__lane_more(srv, &x, now, &turn);
+}
+
+static bool more(void)
+{
+	return more_at(x.sh_t);
 }
 
 static void test_nothing_waiting_always_yields(void **state)
@@ -105,7 +112,7 @@ static void test_a_turn_ends_after_its_bound(void **state)
 
 	run_slices(START, 40, 50, 200);
 	atomic_store(&srv->lane.waiting, 1);
-	while (vsrv__lane_more(srv, &x, &turn))
+	while (vsrv__lane_more(srv, &x, x.sh_t, &turn))
 		taken++;
 	/* The share is not updated here (no slice accounted): only the
 	 * bound ends the turn. */
@@ -125,6 +132,31 @@ static void test_an_old_share_is_forgotten(void **state)
 	assert_true(more());
 }
 
+static void test_behind_goes_on_whatever_its_share(void **state)
+{
+	(void)state;
+	/* Slices back to back: above its share (as above), so it yields
+	 * while the job at the lane's head, in at `in`, is young. */
+	int64_t t = run_slices(START, 400, 50, 0);
+	int64_t in = t - 2 * VB_NS_PER_MS;
+
+	atomic_store(&srv->lane.waiting, 1);
+	atomic_store(&srv->lane.head_t, in);
+	atomic_store(&srv->live.heavy_wait_ms, 3);
+	assert_false(more_at(in + 3 * VB_NS_PER_MS - 1));
+	/* Once it has waited heavy_wait_ms the lane is behind: the runner
+	 * takes its next slice at once, up to the bound of a turn. */
+	assert_true(more_at(in + 3 * VB_NS_PER_MS));
+	/* 0: no such bound, the share alone decides. */
+	atomic_store(&srv->live.heavy_wait_ms, 0);
+	assert_false(more_at(in + 3 * VB_NS_PER_MS));
+	/* Nothing waiting: never. */
+	atomic_store(&srv->live.heavy_wait_ms, 3);
+	atomic_store(&srv->lane.waiting, 0);
+	atomic_store(&srv->lane.head_t, 0);
+	assert_false(more_at(in + 3 * VB_NS_PER_MS));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -133,6 +165,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_at_its_share_yields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_turn_ends_after_its_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_an_old_share_is_forgotten, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_behind_goes_on_whatever_its_share, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
