@@ -244,8 +244,7 @@ static const struct vcfg_key schema[] = {
 	{ "stages", "heavy_wait_ms", VCFG_UINT, "10", 0, 60000, F(server.heavy_wait_ms),
 	  .unit = "ms", .apply = live_server,
 	  .doc = "while the lane's first job has waited this long, a job that outlasts its slice stays "
-		 "with its executor (as with the lane off) and the runners take slices in a row whatever "
-		 "heavy_share; 0 = the lane takes every job" },
+		 "with its executor and runners ignore heavy_share; 0 = the lane takes every job" },
 	/* [jobs]: the built-in module's keys (spin_max_n, sleep_max_ms,
 	 * declared in src/jobs/builtin.c) come first, made from its
 	 * declaration (schema_init). */
