@@ -507,8 +507,12 @@ static enum vrt_poll acceptor_poll(struct ioh_task *t)
 
 		if (p != VRT_READY)
 			return p;
-		if (fd < 0 || vrt_task_is_cancelled(&t->t))
-			return VRT_READY; /* listener closed */
+		if (fd < 0 || vrt_task_is_cancelled(&t->t)) {
+			/* Listener closed and drained. Release: pairs with
+			 * ioh_echo_stop's acquire (its counts are final). */
+			atomic_fetch_sub_explicit(&e->acceptors, 1, memory_order_release);
+			return VRT_READY;
+		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		ec = ioh_task_new(sizeof(*ec) + (e->bufsize ? e->bufsize : 32768), echo_conn_poll, NULL);
 		ec->e = e;
@@ -539,6 +543,7 @@ void ioh_echo_start_on(struct ioh *h, struct ioh_echo *e, struct vio_listener *l
 
 		a->e = e;
 		a->idx = i;
+		atomic_fetch_add_explicit(&e->acceptors, 1, memory_order_relaxed);
 		ioh_spawn(h, &a->base, false);
 	}
 }
@@ -583,7 +588,12 @@ int ioh_echo_stop(struct ioh_echo *e, unsigned timeout_ms)
 	int64_t end = vb_now_ns() + (int64_t)timeout_ms * VB_NS_PER_MS;
 
 	vio_listener_close(e->l);
-	while (atomic_load_explicit(&e->active, memory_order_relaxed) > 0) {
+	/* The acceptors first: a connection accepted just before the close
+	 * (a client that reset at once) is still in the listener's queue,
+	 * counted by the I/O layer's accepts but not yet by `accepted`.
+	 * Acquire: pairs with the acceptor's release as it ends. */
+	while (atomic_load_explicit(&e->acceptors, memory_order_acquire) > 0 ||
+	       atomic_load_explicit(&e->active, memory_order_relaxed) > 0) {
 		if (vb_now_ns() > end)
 			return -ETIMEDOUT;
 		usleep(1000);

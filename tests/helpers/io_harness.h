@@ -110,6 +110,9 @@ struct ioh_echo {
 	/* per connection, never per message (the benchmark uses this server) */
 	_Atomic uint64_t accepted, closed, resets, errors;
 	_Atomic int64_t active;
+	/* acceptor tasks not ended: after the listener's close they still
+	 * hand out what it accepted before (ioh_echo_stop waits for them) */
+	_Atomic int64_t acceptors;
 	/* NULL, or 65536 records indexed by the client's port: what the
 	 * server saw of each connection (a failed client names its port). */
 	struct ioh_echo_trace *trace;
