@@ -387,20 +387,37 @@ static enum vrt_poll fn_logged(struct pt *x)
 	return fn_sliced(x);
 }
 
+/* a's slices of work per poll in share_by_quantum (read by its worker,
+ * set before a is spawned). */
+static int a_batch;
+
+/* As fn_logged, running a_batch slices of work in the poll and saying so
+ * (vrt_service_slices). */
+static enum vrt_poll fn_logged_batch(struct pt *x)
+{
+	busy(x->slice_ns * (a_batch - 1));
+	vrt_service_slices((unsigned)a_batch);
+	return fn_logged(x);
+}
+
 /* One worker, two long continuations, and with `fresh` a stream of fresh
  * tasks beside them (a chain: each spawns the next): neither continuation
  * runs more than VRT_CONT_QUANTUM slices in a row while the other waits
  * (its turn), and they do not alternate slice by slice either: without
  * fresh work a slice gives way only at the end of a turn, and one that
- * gives way to fresh work keeps its place. */
-static void share_by_quantum(bool fresh)
+ * gives way to fresh work keeps its place. With `batch` > 1, a runs that
+ * many slices of work per poll and says so: its turn is VRT_CONT_QUANTUM
+ * slices of work, VRT_CONT_QUANTUM / batch polls, not VRT_CONT_QUANTUM
+ * polls (batch times b's turn). */
+static void share_by_quantum(bool fresh, int batch)
 {
 	enum { SLICES = 1000 };
 	struct vrt *rt = mkrt(1, NULL);
-	struct pt *a = pt_new(fn_logged, rt), *b = pt_new(fn_logged, rt);
-	int run = 0, longest = 0, switches = 0, b_end = 0, b_start = -1;
+	struct pt *a = pt_new(batch > 1 ? fn_logged_batch : fn_logged, rt), *b = pt_new(fn_logged, rt);
+	int run = 0, longest_a = 0, longest_b = 0, switches = 0, b_end = 0, b_start = -1;
 
 	log_len = 0;
+	a_batch = batch;
 	a->left = 1 << 30; /* until b is done */
 	b->left = SLICES;
 	a->slice_ns = b->slice_ns = 10 * 1000;
@@ -423,17 +440,22 @@ static void share_by_quantum(bool fresh)
 		if (slice_log[i] == 'b' && b_start < 0)
 			b_start = i;
 	}
-	/* Longest run of one task while both were alive (all of b's). */
+	/* Longest run (in polls) of each task while both were alive (all
+	 * of b's). */
 	for (int i = b_start; i <= b_end; i++) {
+		int *longest = slice_log[i] == 'a' ? &longest_a : &longest_b;
+
 		run = i > b_start && slice_log[i] == slice_log[i - 1] ? run + 1 : 1;
 		switches += i > b_start && slice_log[i] != slice_log[i - 1];
-		if (run > longest)
-			longest = run;
+		if (run > *longest)
+			*longest = run;
 	}
-	print_message("# two continuations%s: longest run %d slices, %d switches\n",
-		      fresh ? " beside a fresh stream" : "", longest, switches);
+	print_message("# two continuations%s, a taking %d slice(s) a poll: longest run a %d, b %d polls, "
+		      "%d switches\n", fresh ? " beside a fresh stream" : "", batch, longest_a, longest_b,
+		      switches);
 	assert_true(b_end < LOG_MAX - 1); /* all of b's slices logged */
-	assert_true(longest <= (int)VRT_CONT_QUANTUM + 1);
+	assert_true(longest_a <= (int)VRT_CONT_QUANTUM / batch + 1);
+	assert_true(longest_b <= (int)VRT_CONT_QUANTUM + 1);
 	assert_true(switches <= (b_end - b_start + 1) / (int)VRT_FRESH_SLICES);
 	vrt_task_unref(&a->t);
 	vrt_task_unref(&b->t);
@@ -442,69 +464,16 @@ static void share_by_quantum(bool fresh)
 static void test_continuations_share_by_quantum(void **st)
 {
 	(void)st;
-	share_by_quantum(false);
-	share_by_quantum(true);
+	share_by_quantum(false, 1);
+	share_by_quantum(true, 1);
 }
 
-/* A continuation that runs BATCH slices of work per poll and says so
- * (vrt_service_slices), beside one that yields after each: its turn is
- * VRT_CONT_QUANTUM slices of work, i.e. VRT_CONT_QUANTUM / BATCH polls,
- * not VRT_CONT_QUANTUM polls (BATCH times the other's turn). */
-enum { BATCH = 10 };
-
-static enum vrt_poll fn_logged_batch(struct pt *x)
-{
-	if (log_len < LOG_MAX)
-		slice_log[log_len++] = x->tag;
-	busy(x->slice_ns * (BATCH - 1));
-	vrt_service_slices(BATCH);
-	return fn_sliced(x);
-}
-
+/* 10 slices a poll: a's longest run is 200 polls without
+ * vrt_service_slices, 20 with. */
 static void test_a_poll_of_many_slices_counts_them(void **st)
 {
-	enum { SLICES = 1000 };
-	struct vrt *rt = mkrt(1, NULL);
-	struct pt *a = pt_new(fn_logged_batch, rt), *b = pt_new(fn_logged, rt);
-	int run = 0, longest_a = 0, b_end = 0, b_start = -1, a_polls = 0;
-
 	(void)st;
-	log_len = 0;
-	a->left = 1 << 30; /* until b is done */
-	b->left = SLICES;
-	a->slice_ns = b->slice_ns = 2 * 1000;
-	a->tag = 'a';
-	b->tag = 'b';
-	assert_int_equal(vrt_spawn(rt, &a->t), 0);
-	wait_until(&a->done, 10); /* a is a continuation by now */
-	assert_int_equal(vrt_spawn(rt, &b->t), 0);
-	vrt_task_join_wait(&b->t);
-	atomic_store(&a->stop, 1);
-	vrt_task_join_wait(&a->t);
-	vrt_free(rt); /* joins the worker: its log writes are ours now */
-	for (int i = 0; i < log_len; i++) {
-		if (slice_log[i] == 'b')
-			b_end = i;
-		if (slice_log[i] == 'b' && b_start < 0)
-			b_start = i;
-	}
-	for (int i = b_start; i <= b_end; i++) {
-		run = i > b_start && slice_log[i] == slice_log[i - 1] ? run + 1 : 1;
-		if (slice_log[i] == 'a') {
-			a_polls++;
-			if (run > longest_a)
-				longest_a = run;
-		}
-	}
-	print_message("# a batching continuation: longest run %d polls, %d polls beside b's %d\n",
-		      longest_a, a_polls, SLICES);
-	assert_true(b_end < LOG_MAX - 1);
-	/* Its turns: at most a quantum of work (+1: the turn in progress
-	 * when b came), and it had some while b ran. */
-	assert_true(longest_a <= (int)(VRT_CONT_QUANTUM / BATCH) + 1);
-	assert_true(a_polls > 0);
-	vrt_task_unref(&a->t);
-	vrt_task_unref(&b->t);
+	share_by_quantum(false, 10);
 }
 
 /*
