@@ -83,6 +83,20 @@ def long_then_short(d, lane):
     return order.seq, server(d)["lane_jobs"] - jobs0
 
 
+def long_and_one_waiting(d, name):
+    """LONG, then SHORT (`name`) once LONG has entered the lane: SHORT
+    outlasts its first slice too and waits in the lane behind it (the
+    gauge and the counter are two reads: a snapshot may fall between a
+    job's entry and its count). The order so far and the readers."""
+    order = Order()
+    ts = [request(d, LONG, "long", order)]
+    until("the long job in the lane", lambda: server(d)["lane_jobs"] >= 1)
+    ts.append(request(d, SHORT, name, order))
+    until(name + " waiting in the lane",
+          lambda: (lambda s: s["lane_waiting"] == 1 and s["lane_jobs"] == 2)(server(d)))
+    return order, ts
+
+
 def test_heavy_jobs_first_come_first_served(voltd):
     # One worker, one runner: the short job waits for the long one that
     # came first (round-robin would finish it first); the light request
@@ -97,15 +111,7 @@ def test_heavy_jobs_first_come_first_served(voltd):
 
 def test_the_second_waits_its_turn(voltd):
     d = voltd("-s", "scheduler.workers=1", "-s", "stages.heavy_wait_ms=0")
-    order = Order()
-    ts = [request(d, LONG, "long", order)]
-    until("the long job in the lane", lambda: server(d)["lane_jobs"] >= 1)
-    ts.append(request(d, SHORT, "short", order))
-    # The short job outlasts its first slice too, and waits in the lane
-    # (the gauge and the counter are two reads: a snapshot may fall
-    # between the job's entry and its count).
-    until("the short job waiting in the lane",
-          lambda: (lambda s: s["lane_waiting"] == 1 and s["lane_jobs"] == 2)(server(d)))
+    order, ts = long_and_one_waiting(d, "short")
     for t in ts:
         t.join(120)
     assert order.seq == ["long", "short"], order.seq
@@ -153,11 +159,7 @@ def test_a_job_behind_a_long_wait_stays_with_its_executor(voltd):
     # turns with the runner's job, so it ends first; the one waiting in
     # the lane still waits for the long job before it.
     d = voltd("-s", "scheduler.workers=1", "-s", "stages.heavy_wait_ms=1")
-    order = Order()
-    ts = [request(d, LONG, "long", order)]
-    until("the long job in the lane", lambda: server(d)["lane_jobs"] >= 1)
-    ts.append(request(d, SHORT, "short1", order))
-    until("short1 waiting in the lane", lambda: server(d)["lane_waiting"] == 1)
+    order, ts = long_and_one_waiting(d, "short1")
     # However fast the machine, short1 has now waited more than 1 ms
     # when short2's first slice ends.
     time.sleep(0.05)
