@@ -77,21 +77,29 @@ int vsrv__lane_init(struct vsrv *srv)
 	return 0;
 }
 
+/* "Behind" above: the lane's first job, in at head_t (0: none), has
+ * waited stages.heavy_wait_ms by `now` (0 ms: never). */
+static bool lane_behind(struct vsrv *srv, int64_t head_t, int64_t now)
+{
+	int64_t aged = (int64_t)vsrv__live(srv, heavy_wait_ms) * VB_NS_PER_MS;
+
+	return aged && head_t && now - head_t >= aged;
+}
+
 bool vsrv__lane_put(struct vsrv *srv, struct vsrv_job *job)
 {
 	struct vsrv_lane *l = &srv->lane;
 	struct vsrv_exec *r = NULL;
 	int self = vrt_worker_id();
 	unsigned n = srv->nworkers;
-	int64_t aged = (int64_t)vsrv__live(srv, heavy_wait_ms) * VB_NS_PER_MS;
 
 	if (!vsrv__live(srv, heavy_lane))
 		return false;
 	job->next = NULL;
 	job->lane_t = vb_now_ns();
 	pthread_mutex_lock(&l->mu);
-	/* Full for heavy_wait_ms: see "Behind" above. */
-	if (l->closed || (aged && l->head && job->lane_t - l->head->lane_t >= aged)) {
+	/* Full for heavy_wait_ms: see "Behind" above (head_t is exact under mu). */
+	if (l->closed || lane_behind(srv, atomic_load_explicit(&l->head_t, memory_order_relaxed), job->lane_t)) {
 		pthread_mutex_unlock(&l->mu);
 		return false;
 	}
@@ -172,14 +180,13 @@ bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, unsigne
 	/* Relaxed: advice; a stale count or time moves the turn by a slice. */
 	uint64_t waiting = atomic_load_explicit(&srv->lane.waiting, memory_order_relaxed);
 	int64_t head_t = atomic_load_explicit(&srv->lane.head_t, memory_order_relaxed);
-	int64_t aged = (int64_t)vsrv__live(srv, heavy_wait_ms) * VB_NS_PER_MS;
 	int64_t share = vsrv__live(srv, heavy_share);
 
 	if (!waiting || ++*turn >= VSRV_LANE_TURN_MAX)
 		return false;
 	/* Behind (see above): the heavy class is where the CPUs fall
 	 * short, so a runner takes its slices in a row whatever its share. */
-	if (aged && head_t && now - head_t >= aged)
+	if (lane_behind(srv, head_t, now))
 		return true;
 	return x->sh_busy * 100 < share * x->sh_wall;
 }
