@@ -401,6 +401,7 @@ struct vsrv_lane {
 	struct vsrv_job *head, *tail;   /* waiting, first come first (job->next) */
 	_Atomic uint64_t waiting;       /* jobs in the queue (written under mu, read relaxed) */
 	_Atomic int64_t head_t;         /* the first one's lane_t, 0 when empty (the same) */
+	_Atomic uint32_t idle_n;        /* runners with lane_idle set (the same) */
 	bool closed;                    /* stopping: nothing enters; runners end once it is empty */
 	struct vsrv_exec **runner;      /* [nworkers] */
 	/* on_full = codel: the waits in the lane (admit.c), sampled by
@@ -478,7 +479,7 @@ struct vsrv {
 		_Atomic bool access_log, heavy_lane;
 		_Atomic uint32_t codel_target_ms, codel_interval_ms;
 		_Atomic uint32_t overrun_factor, quarantine_overruns, quarantine_window_ms;
-		_Atomic uint32_t heavy_share, heavy_wait_ms;
+		_Atomic uint32_t heavy_share, heavy_wait_ms, heavy_spread_us;
 		/* Not a configuration key: vsrv_trace_set (trace.c), 0 off. */
 		_Atomic uint32_t trace_every;
 	} live;

@@ -13,10 +13,19 @@
  * jobs that came before it — not the work of every heavy job in flight.
  *
  * Placement: a job entering the lane goes to the runner of the worker it
- * is on when that runner is idle (no hand-over to another CPU), else to an
- * idle runner of another worker, woken there through that worker's mailbox
- * (vio_wake_on), so a second heavy job uses a second CPU at once whatever
- * the gather rule holds; with every runner busy it waits its turn.
+ * is on when that runner is idle (no hand-over to another CPU). When that
+ * runner is busy the job waits for it, first in line, until it has waited
+ * stages.heavy_spread_us; from then on an idle runner of another worker
+ * takes it, woken there through that worker's mailbox (vio_wake_on), so
+ * a second heavy job uses a second CPU whatever the gather rule holds.
+ * The wait is for the case where one worker's runner keeps up: heavy jobs
+ * that come one after another (an open loop) mostly find their runner
+ * free again within a millisecond, and a second worker woken for each
+ * overlap is a third thread busy on the CPUs, beside the worker with the
+ * connections and the clients, for nothing: on two CPUs it was what made
+ * both classes' tails (bench/README.md, "E"). A backlog still spreads
+ * after heavy_spread_us, checked where a job enters and by every busy
+ * runner after each slice; with every runner busy a job waits its turn.
  *
  * Turns: a runner yields after each slice, and the runtime lets light work
  * (fresh tasks) run first, giving a continuation its turn after at most
@@ -77,6 +86,48 @@ int vsrv__lane_init(struct vsrv *srv)
 	return 0;
 }
 
+/* "Placement" above: the lane's first job, in at head_t (0: none), has
+ * waited stages.heavy_spread_us by `now` (0 us: at once). */
+static bool spread_due(struct vsrv *srv, int64_t head_t, int64_t now)
+{
+	int64_t after = (int64_t)vsrv__live(srv, heavy_spread_us) * VB_NS_PER_US;
+
+	return head_t && now - head_t >= after;
+}
+
+/* A runner leaves or enters its idle state (under lane.mu). */
+static void runner_idle(struct vsrv_lane *l, struct vsrv_exec *x, bool idle)
+{
+	if (x->lane_idle == idle)
+		return;
+	x->lane_idle = idle;
+	atomic_store_explicit(&l->idle_n, l->idle_n + (idle ? 1 : -1), memory_order_relaxed);
+}
+
+/* An idle runner for the lane's first job: the runner of worker `self`
+ * first, then the others' in turn, another worker's only once that job
+ * is due to spread (under lane.mu, the lane not empty; NULL: none).
+ * Marked busy: the caller wakes it once the mutex is released. */
+static struct vsrv_exec *pick_runner(struct vsrv *srv, int self, int64_t now)
+{
+	struct vsrv_lane *l = &srv->lane;
+	unsigned n = srv->nworkers, from = (unsigned)(self < 0 ? 0 : self);
+
+	for (unsigned i = 0; i < n; i++) {
+		struct vsrv_exec *x = l->runner[(from + i) % n];
+
+		if (i > 0 && !spread_due(srv, l->head->lane_t, now))
+			return NULL;
+		if (x->lane_idle) {
+			runner_idle(l, x, false);
+			if (i > 0)
+				VSRV_INC(srv, lane_spreads);
+			return x;
+		}
+	}
+	return NULL;
+}
+
 /* "Behind" above: the lane's first job, in at head_t (0: none), has
  * waited stages.heavy_wait_ms by `now` (0 ms: never). */
 static bool lane_behind(struct vsrv *srv, int64_t head_t, int64_t now)
@@ -89,9 +140,7 @@ static bool lane_behind(struct vsrv *srv, int64_t head_t, int64_t now)
 bool vsrv__lane_put(struct vsrv *srv, struct vsrv_job *job)
 {
 	struct vsrv_lane *l = &srv->lane;
-	struct vsrv_exec *r = NULL;
-	int self = vrt_worker_id();
-	unsigned n = srv->nworkers;
+	struct vsrv_exec *r;
 
 	if (!vsrv__live(srv, heavy_lane))
 		return false;
@@ -111,16 +160,7 @@ bool vsrv__lane_put(struct vsrv *srv, struct vsrv_job *job)
 	}
 	l->tail = job;
 	atomic_store_explicit(&l->waiting, l->waiting + 1, memory_order_relaxed);
-	/* This worker's runner first, then the others' in turn. */
-	for (unsigned i = 0; i < n; i++) {
-		struct vsrv_exec *x = l->runner[((unsigned)(self < 0 ? 0 : self) + i) % n];
-
-		if (x->lane_idle) {
-			x->lane_idle = false;
-			r = x;
-			break;
-		}
-	}
+	r = pick_runner(srv, vrt_worker_id(), job->lane_t);
 	pthread_mutex_unlock(&l->mu);
 	VSRV_INC(srv, lane_jobs);
 	if (r)
@@ -141,12 +181,13 @@ struct vsrv_job *vsrv__lane_take(struct vsrv *srv, struct vsrv_exec *x)
 			l->tail = NULL;
 		atomic_store_explicit(&l->head_t, l->head ? l->head->lane_t : 0, memory_order_relaxed);
 		atomic_store_explicit(&l->waiting, l->waiting - 1, memory_order_relaxed);
-		x->lane_idle = false;
+		runner_idle(l, x, false);
 	} else if (l->closed) {
 		x->recv_closed = true;
 	} else {
-		/* Whoever puts the next job clears this and wakes us. */
-		x->lane_idle = true;
+		/* Whoever puts the next job, or finds it due to spread,
+		 * clears this and wakes us. */
+		runner_idle(l, x, true);
 	}
 	pthread_mutex_unlock(&l->mu);
 	if (job) {
@@ -175,12 +216,32 @@ void vsrv__lane_account(struct vsrv_exec *x, int64_t now, int64_t ran)
 	x->sh_wall = x->sh_wall - x->sh_wall * el / VSRV_LANE_TAU_NS + el;
 }
 
+/* "Placement" above: the lane's first job has waited heavy_spread_us for
+ * a busy runner while another is idle: wake that one for it. */
+static void spread(struct vsrv *srv, int64_t now)
+{
+	struct vsrv_lane *l = &srv->lane;
+	struct vsrv_exec *r = NULL;
+
+	pthread_mutex_lock(&l->mu);
+	if (l->head && !l->closed)
+		r = pick_runner(srv, vrt_worker_id(), now);
+	pthread_mutex_unlock(&l->mu);
+	if (r)
+		vio_wake_on(srv->io, (unsigned)r->lane_w, &r->wake);
+}
+
 bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, unsigned *turn)
 {
-	/* Relaxed: advice; a stale count or time moves the turn by a slice. */
+	/* Relaxed: advice; a stale count or time moves the turn by a slice,
+	 * or the spread to the next slice (spread() looks again under mu). */
 	uint64_t waiting = atomic_load_explicit(&srv->lane.waiting, memory_order_relaxed);
 	int64_t head_t = atomic_load_explicit(&srv->lane.head_t, memory_order_relaxed);
 	int64_t share = vsrv__live(srv, heavy_share);
+
+	if (waiting && atomic_load_explicit(&srv->lane.idle_n, memory_order_relaxed) &&
+	    spread_due(srv, head_t, now))
+		spread(srv, now);
 
 	if (!waiting || ++*turn >= VSRV_LANE_TURN_MAX)
 		return false;

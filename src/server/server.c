@@ -424,6 +424,7 @@ int vsrv_set_live(struct vsrv *srv, const struct vsrv_config *cfg)
 	atomic_store_explicit(&srv->live.heavy_lane, cfg->heavy_lane, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.heavy_share, cfg->heavy_share, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.heavy_wait_ms, cfg->heavy_wait_ms, memory_order_relaxed);
+	atomic_store_explicit(&srv->live.heavy_spread_us, cfg->heavy_spread_us, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.codel_target_ms, cfg->codel_target_ms, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.codel_interval_ms, cfg->codel_interval_ms, memory_order_relaxed);
 	atomic_store_explicit(&srv->live.overrun_factor, cfg->overrun_factor, memory_order_relaxed);
@@ -443,6 +444,7 @@ void vsrv_get_live(struct vsrv *srv, struct vsrv_config *out)
 	out->heavy_lane = vsrv__live(srv, heavy_lane);
 	out->heavy_share = vsrv__live(srv, heavy_share);
 	out->heavy_wait_ms = vsrv__live(srv, heavy_wait_ms);
+	out->heavy_spread_us = vsrv__live(srv, heavy_spread_us);
 	out->codel_target_ms = vsrv__live(srv, codel_target_ms);
 	out->codel_interval_ms = vsrv__live(srv, codel_interval_ms);
 	out->overrun_factor = vsrv__live(srv, overrun_factor);

@@ -94,6 +94,10 @@ struct vsrv_config {
 	 * long, a job that outlasts its slice stays with its executor (0:
 	 * the lane takes every job; live) */
 	unsigned heavy_wait_ms;
+	/* stages.heavy_spread_us: a job entering the lane while its worker's
+	 * runner is busy waits this long for it before an idle runner of
+	 * another worker takes it (0: at once; live) */
+	unsigned heavy_spread_us;
 	/* [modules]: the blocking pool (threads and its queue's capacity;
 	 * started only when a registered kind is blocking); a step longer
 	 * than overrun_factor x slice_us is an overrun; quarantine_overruns
@@ -270,6 +274,8 @@ extern const size_t vsrv_kind_metrics_n;
 	X(lane_wait_ns, COUNTER, "nanoseconds", \
 	  "time those jobs waited in the lane for a runner (over lane_jobs: the mean wait)", "lane_wait") \
 	X(lane_waiting, GAUGE_SNAP, "", "heavy jobs waiting in the lane now") \
+	X(lane_spreads, COUNTER, "", \
+	  "lane jobs taken by an idle runner of another worker after waiting stages.heavy_spread_us for their own") \
 	X(trace_sampled, COUNTER, "", "requests picked for a trace record (voltctl trace)") \
 	X(trace_skipped, COUNTER, "", "picks skipped because the connection's trace record was in use") \
 	X(inflight_bytes, GAUGE_SNAP, "bytes", \

@@ -245,6 +245,10 @@ static const struct vcfg_key schema[] = {
 	  .unit = "ms", .apply = live_server,
 	  .doc = "while the lane's first job has waited this long, a job that outlasts its slice stays "
 		 "with its executor and runners ignore heavy_share; 0 = the lane takes every job" },
+	{ "stages", "heavy_spread_us", VCFG_UINT, "1000", 0, 60000000, F(server.heavy_spread_us),
+	  .unit = "us", .apply = live_server,
+	  .doc = "a job entering the lane while its worker's runner is busy waits this long for it before "
+		 "an idle runner of another worker takes it; 0 = at once" },
 	/* [jobs]: the built-in module's keys (spin_max_n, sleep_max_ms,
 	 * declared in src/jobs/builtin.c) come first, made from its
 	 * declaration (schema_init). */

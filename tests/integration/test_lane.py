@@ -129,16 +129,55 @@ def test_lane_off_is_round_robin_and_live(voltd):
     assert lane_jobs == 2
 
 
-def test_a_second_heavy_job_runs_on_the_idle_worker(voltd):
-    # Two workers, stealing off, the gather rule on (an idle daemon takes
-    # every connection on worker 0): the second heavy job goes to the
-    # runner of worker 1, woken there through its mailbox, so both run at
-    # once, one per worker, and none waits in the lane.
-    d = voltd("-s", "scheduler.stealing=off")
+def request_on(s, path, name, order):
+    """request() on an open connection, kept open."""
+    s.sendall(req_bytes("GET", path))
+
+    def read():
+        r = Reader(s).response()
+        assert r.status == 200, (name, r.status)
+        order.done(name)
+
+    t = threading.Thread(target=read)
+    t.start()
+    return t
+
+
+def two_on_worker_0(d):
+    """Two connections opened while the daemon is idle: the gather rule
+    puts both on worker 0, and with stealing off their jobs enter the lane
+    from there, whatever the rule says once a long job keeps worker 0
+    busy (connections opened then may go to worker 1)."""
+    return connect(d.port, timeout=60), connect(d.port, timeout=60)
+
+
+def heavy_pair(d, conns, first, second):
+    """`first` on one connection, then `second` on the other once `first`
+    is in the lane: the order their responses arrive in, and how many
+    lane jobs spread to another worker's runner."""
+    st = server(d)
+    jobs0, spreads0 = st["lane_jobs"], st["lane_spreads"]
     order = Order()
-    ts = [request(d, LONG, "a", order)]
+    ts = [request_on(conns[0], first, "first", order)]
+    until("the first job in the lane", lambda: server(d)["lane_jobs"] >= jobs0 + 1)
+    ts.append(request_on(conns[1], second, "second", order))
+    for t in ts:
+        t.join(120)
+        assert not t.is_alive()
+    return order.seq, server(d)["lane_spreads"] - spreads0
+
+
+def test_a_second_heavy_job_runs_on_the_idle_worker(voltd):
+    # Two workers, stealing off, both connections on worker 0: the second
+    # heavy job waits for worker 0's runner stages.heavy_spread_us (1 ms),
+    # then worker 1's runner takes it, woken there through its mailbox, so
+    # both run at once, one per worker, and none waits in the lane.
+    d = voltd("-s", "scheduler.stealing=off")
+    conns = two_on_worker_0(d)
+    order = Order()
+    ts = [request_on(conns[0], LONG, "a", order)]
     until("the first job in the lane", lambda: server(d)["lane_jobs"] >= 1)
-    ts.append(request(d, LONG, "b", order))
+    ts.append(request_on(conns[1], LONG, "b", order))
     until("the second job in the lane", lambda: server(d)["lane_jobs"] >= 2)
 
     def both_running():
@@ -147,10 +186,27 @@ def test_a_second_heavy_job_runs_on_the_idle_worker(voltd):
         tasks = [w["task"] for w in r["workers"]]
         return tasks if tasks == ["lane", "lane"] else None
     until("a runner on each worker at once", both_running)
-    assert server(d)["lane_waiting"] == 0
+    st = server(d)
+    assert st["lane_waiting"] == 0 and st["lane_spreads"] == 1, st
     for t in ts:
         t.join(120)
     assert sorted(order.seq) == ["a", "b"]
+
+
+def test_a_second_heavy_job_waits_for_its_own_runner_first(voltd):
+    # heavy_spread_us at its bound (60 s): the short job that comes while
+    # the long one runs on worker 0 waits in the lane for worker 0's
+    # runner, worker 1's idle: it ends second. Set to 0 (live), the same
+    # pair spreads at once: the short job runs on worker 1 beside the long
+    # one and ends first.
+    d = voltd("-s", "scheduler.stealing=off", "-s", "stages.heavy_spread_us=60000000")
+    conns = two_on_worker_0(d)
+    order, spreads = heavy_pair(d, conns, LONG, SHORT)
+    assert order == ["first", "second"] and spreads == 0, (order, spreads)
+    r = ctl(d, "set stages.heavy_spread_us 0")
+    assert r["ok"], r
+    order, spreads = heavy_pair(d, conns, LONG, SHORT)
+    assert order == ["second", "first"] and spreads == 1, (order, spreads)
 
 
 def test_a_job_behind_a_long_wait_stays_with_its_executor(voltd):
