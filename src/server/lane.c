@@ -104,13 +104,14 @@ static void runner_idle(struct vsrv_lane *l, struct vsrv_exec *x, bool idle)
 	atomic_store_explicit(&l->idle_n, l->idle_n + (idle ? 1 : -1), memory_order_relaxed);
 }
 
-/* An idle runner for the lane's first job: the runner of worker `self`
- * first, then the others' in turn, another worker's only once that job
- * is due to spread (under lane.mu, the lane not empty; NULL: none).
- * Marked busy: the caller wakes it once the mutex is released. */
-static struct vsrv_exec *pick_runner(struct vsrv *srv, int self, int64_t now)
+/* An idle runner for the lane's first job: this worker's runner first,
+ * then the others' in turn, another worker's only once that job is due
+ * to spread (under lane.mu, the lane not empty; NULL: none). Marked
+ * busy: the caller wakes it once the mutex is released. */
+static struct vsrv_exec *pick_runner(struct vsrv *srv, int64_t now)
 {
 	struct vsrv_lane *l = &srv->lane;
+	int self = vrt_worker_id();
 	unsigned n = srv->nworkers, from = (unsigned)(self < 0 ? 0 : self);
 
 	for (unsigned i = 0; i < n; i++) {
@@ -160,7 +161,7 @@ bool vsrv__lane_put(struct vsrv *srv, struct vsrv_job *job)
 	}
 	l->tail = job;
 	atomic_store_explicit(&l->waiting, l->waiting + 1, memory_order_relaxed);
-	r = pick_runner(srv, vrt_worker_id(), job->lane_t);
+	r = pick_runner(srv, job->lane_t);
 	pthread_mutex_unlock(&l->mu);
 	VSRV_INC(srv, lane_jobs);
 	if (r)
@@ -225,7 +226,7 @@ static void spread(struct vsrv *srv, int64_t now)
 
 	pthread_mutex_lock(&l->mu);
 	if (l->head && !l->closed)
-		r = pick_runner(srv, vrt_worker_id(), now);
+		r = pick_runner(srv, now);
 	pthread_mutex_unlock(&l->mu);
 	if (r)
 		vio_wake_on(srv->io, (unsigned)r->lane_w, &r->wake);

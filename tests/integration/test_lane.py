@@ -46,21 +46,26 @@ class Order:
             self.seq.append(name)
 
 
-def request(d, path, name, order):
-    """Send one GET on a connection of its own; a thread reads the
-    response (status 200) and records its arrival."""
-    s = connect(d.port, timeout=60)
-    s.sendall(req_bytes("GET", path, close=True))
+def request_on(s, path, name, order, close=False):
+    """Send one GET on connection s; a thread reads the response (status
+    200), records its arrival and, with `close`, closes s."""
+    s.sendall(req_bytes("GET", path, close=close))
 
     def read():
         r = Reader(s).response()
-        s.close()
+        if close:
+            s.close()
         assert r.status == 200, (name, r.status)
         order.done(name)
 
     t = threading.Thread(target=read)
     t.start()
     return t
+
+
+def request(d, path, name, order):
+    """request_on a connection of its own, closed after the response."""
+    return request_on(connect(d.port, timeout=60), path, name, order, close=True)
 
 
 def long_then_short(d, lane):
@@ -127,20 +132,6 @@ def test_lane_off_is_round_robin_and_live(voltd):
     order, lane_jobs = long_then_short(d, True)
     assert order == ["light", "long", "short"], order
     assert lane_jobs == 2
-
-
-def request_on(s, path, name, order):
-    """request() on an open connection, kept open."""
-    s.sendall(req_bytes("GET", path))
-
-    def read():
-        r = Reader(s).response()
-        assert r.status == 200, (name, r.status)
-        order.done(name)
-
-    t = threading.Thread(target=read)
-    t.start()
-    return t
 
 
 def two_on_worker_0(d):
