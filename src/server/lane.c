@@ -38,7 +38,10 @@
  * lately (both decaying over VSRV_LANE_TAU_NS) is below
  * stages.heavy_share, at most VSRV_LANE_TURN_MAX slices in a row (its
  * worker reaps I/O only between polls). Light work that comes now and then
- * leaves the runner above its share, so it still runs first.
+ * leaves the runner above its share, so it still runs first. Jobs that
+ * wait while another runner is idle wait for their spread (above), not
+ * for want of runners, and do not start such a run: it took light work's
+ * turn for a job that another worker's runner takes within a millisecond.
  *
  * Behind: in a closed loop that saturates the CPUs, light-first scheduling
  * leaves the slack in the lane (clients held by heavy jobs: the lane grew
@@ -239,9 +242,9 @@ bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, unsigne
 	uint64_t waiting = atomic_load_explicit(&srv->lane.waiting, memory_order_relaxed);
 	int64_t head_t = atomic_load_explicit(&srv->lane.head_t, memory_order_relaxed);
 	int64_t share = vsrv__live(srv, heavy_share);
+	uint32_t idle = atomic_load_explicit(&srv->lane.idle_n, memory_order_relaxed);
 
-	if (waiting && atomic_load_explicit(&srv->lane.idle_n, memory_order_relaxed) &&
-	    spread_due(srv, head_t, now))
+	if (waiting && idle && spread_due(srv, head_t, now))
 		spread(srv, now);
 
 	if (!waiting || ++*turn >= VSRV_LANE_TURN_MAX)
@@ -250,6 +253,11 @@ bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, unsigne
 	 * short, so a runner takes its slices in a row whatever its share. */
 	if (lane_behind(srv, head_t, now))
 		return true;
+	/* A job that waits while another runner is idle waits for its
+	 * spread ("Placement"), not for want of runners: the light work
+	 * beside this one comes first, as with nothing waiting. */
+	if (idle)
+		return false;
 	return x->sh_busy * 100 < share * x->sh_wall;
 }
 

@@ -3,9 +3,10 @@
  * tests/unit/test_server_lane.c: the heavy lane's turn rule
  * (src/server/lane.c, "Turns"), by its arithmetic: a runner takes its
  * next slice at once (no yield) only while jobs wait in the lane, it has
- * run fewer than VSRV_LANE_TURN_MAX slices in this poll and either its
- * share of its worker's time lately is below stages.heavy_share or the
- * lane is behind (its first job has waited stages.heavy_wait_ms). Clock
+ * run fewer than VSRV_LANE_TURN_MAX slices in this poll and either the
+ * lane is behind (its first job has waited stages.heavy_wait_ms) or its
+ * share of its worker's time lately is below stages.heavy_share while no
+ * other runner is idle (a job then waits for its spread). Clock
  * values are given, not read: nothing here depends on the machine's
  * speed. The
  * FIFO order and the placement on an idle worker's runner are tested on a
@@ -105,6 +106,24 @@ static void test_at_its_share_yields(void **state)
 	assert_true(more());
 }
 
+static void test_a_job_waiting_for_its_spread_yields(void **state)
+{
+	(void)state;
+	/* As above (below its share, a job waiting), but another worker's
+	 * runner is idle and the job has waited less than heavy_spread_us:
+	 * it waits for its spread, not for want of runners, and the light
+	 * work beside this runner comes first. */
+	run_slices(START, 40, 50, 100);
+	atomic_store(&srv->live.heavy_spread_us, 1000);
+	atomic_store(&srv->lane.waiting, 1);
+	atomic_store(&srv->lane.head_t, x.sh_t - 100 * US);
+	atomic_store(&srv->lane.idle_n, 1);
+	assert_false(more());
+	/* No runner idle: the share rule again. */
+	atomic_store(&srv->lane.idle_n, 0);
+	assert_true(more());
+}
+
 static void test_a_turn_ends_after_its_bound(void **state)
 {
 	(void)state;
@@ -163,6 +182,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_nothing_waiting_always_yields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_below_its_share_with_jobs_waiting_goes_on, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_at_its_share_yields, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_a_job_waiting_for_its_spread_yields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_turn_ends_after_its_bound, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_an_old_share_is_forgotten, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_behind_goes_on_whatever_its_share, setup, teardown),
