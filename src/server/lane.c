@@ -89,13 +89,17 @@ int vsrv__lane_init(struct vsrv *srv)
 	return 0;
 }
 
-/* "Placement" above: the lane's first job, in at head_t (0: none), has
- * waited stages.heavy_spread_us by `now` (0 us: at once). */
+/* The lane's first job, in at head_t (0: none), has waited `ns` by `now`. */
+static bool head_waited(int64_t head_t, int64_t now, int64_t ns)
+{
+	return head_t && now - head_t >= ns;
+}
+
+/* "Placement" above: that job has waited stages.heavy_spread_us (0 us:
+ * at once). */
 static bool spread_due(struct vsrv *srv, int64_t head_t, int64_t now)
 {
-	int64_t after = (int64_t)vsrv__live(srv, heavy_spread_us) * VB_NS_PER_US;
-
-	return head_t && now - head_t >= after;
+	return head_waited(head_t, now, (int64_t)vsrv__live(srv, heavy_spread_us) * VB_NS_PER_US);
 }
 
 /* A runner leaves or enters its idle state (under lane.mu). */
@@ -116,12 +120,12 @@ static struct vsrv_exec *pick_runner(struct vsrv *srv, int64_t now)
 	struct vsrv_lane *l = &srv->lane;
 	int self = vrt_worker_id();
 	unsigned n = srv->nworkers, from = (unsigned)(self < 0 ? 0 : self);
+	/* Only this worker's runner until the first job is due to spread. */
+	unsigned look = spread_due(srv, l->head->lane_t, now) ? n : 1;
 
-	for (unsigned i = 0; i < n; i++) {
+	for (unsigned i = 0; i < look; i++) {
 		struct vsrv_exec *x = l->runner[(from + i) % n];
 
-		if (i > 0 && !spread_due(srv, l->head->lane_t, now))
-			return NULL;
 		if (x->lane_idle) {
 			runner_idle(l, x, false);
 			if (i > 0)
@@ -132,13 +136,12 @@ static struct vsrv_exec *pick_runner(struct vsrv *srv, int64_t now)
 	return NULL;
 }
 
-/* "Behind" above: the lane's first job, in at head_t (0: none), has
- * waited stages.heavy_wait_ms by `now` (0 ms: never). */
+/* "Behind" above: that job has waited stages.heavy_wait_ms (0 ms: never). */
 static bool lane_behind(struct vsrv *srv, int64_t head_t, int64_t now)
 {
 	int64_t aged = (int64_t)vsrv__live(srv, heavy_wait_ms) * VB_NS_PER_MS;
 
-	return aged && head_t && now - head_t >= aged;
+	return aged && head_waited(head_t, now, aged);
 }
 
 bool vsrv__lane_put(struct vsrv *srv, struct vsrv_job *job)
