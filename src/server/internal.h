@@ -883,6 +883,10 @@ struct vsrv_job *vsrv__lane_take(struct vsrv *srv, struct vsrv_exec *x);
 /* A runner's job used up a slice (the turn-th of this poll): true when it
  * takes another slice at once. */
 bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, unsigned *turn);
+/* A runner polled on another worker's thread (the runtime's stealing took
+ * it): true when it has asked to be woken on its own worker instead, and
+ * its poll ends pending ("Placement" in lane.c). */
+bool vsrv__lane_away(struct vsrv *srv, struct vsrv_exec *x);
 /* A runner ran a slice of `ran` ns that ended at `now`. */
 void vsrv__lane_account(struct vsrv_exec *x, int64_t now, int64_t ran);
 void vsrv__lane_close(struct vsrv *srv);

@@ -26,6 +26,13 @@
  * both classes' tails (bench/README.md, "E"). A backlog still spreads
  * after heavy_spread_us, checked where a job enters and by every busy
  * runner after each slice; with every runner busy a job waits its turn.
+ * A runner stays on its worker: the runtime's stealing does not know
+ * runners from other tasks and now and then moves one, queued behind
+ * light work, to the other worker, where it then takes turns with that
+ * worker's own runner, two heavy jobs on one CPU and none on the other
+ * (bench/README.md, "B"). So a runner polled on another worker's thread
+ * asks its own worker's mailbox to wake it there and ends its poll
+ * (vsrv__lane_away, counted in lane_homes): one wake-up across per steal.
  *
  * Turns: a runner yields after each slice, and the runtime lets light work
  * (fresh tasks) run first, giving a continuation its turn after at most
@@ -134,6 +141,18 @@ static struct vsrv_exec *pick_runner(struct vsrv *srv, int64_t now)
 		}
 	}
 	return NULL;
+}
+
+bool vsrv__lane_away(struct vsrv *srv, struct vsrv_exec *x)
+{
+	int self = vrt_worker_id();
+
+	/* Closed: it only drops what is left, wherever it runs. */
+	if (self < 0 || self == x->lane_w || x->recv_closed)
+		return false;
+	VSRV_INC(srv, lane_homes);
+	vio_wake_on(srv->io, (unsigned)x->lane_w, &x->wake);
+	return true;
 }
 
 /* "Behind" above: that job has waited stages.heavy_wait_ms (0 ms: never). */

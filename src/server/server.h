@@ -276,6 +276,8 @@ extern const size_t vsrv_kind_metrics_n;
 	X(lane_waiting, GAUGE_SNAP, "", "heavy jobs waiting in the lane now") \
 	X(lane_spreads, COUNTER, "", \
 	  "lane jobs taken by an idle runner of another worker after waiting stages.heavy_spread_us for their own") \
+	X(lane_homes, COUNTER, "", \
+	  "runners found on another worker's thread (taken by the scheduler's stealing) and sent back to their own") \
 	X(trace_sampled, COUNTER, "", "requests picked for a trace record (voltctl trace)") \
 	X(trace_skipped, COUNTER, "", "picks skipped because the connection's trace record was in use") \
 	X(inflight_bytes, GAUGE_SNAP, "bytes", \

@@ -383,6 +383,8 @@ static enum vrt_poll exec_poll(struct vrt_task *t)
 		exec_release_all(x);
 		return VRT_READY;
 	}
+	if (x->lane_w >= 0 && vsrv__lane_away(srv, x))
+		return VRT_PENDING; /* woken again on its own worker */
 	for (;;) {
 		if (x->out) {
 			/* The gauge moves first: once sent, the job is a

@@ -7,6 +7,7 @@ requests are answered meanwhile. Behaviour only: the order in which
 responses arrive, the lane's counters and what each worker runs; the
 heavy jobs differ in length by ten times, so the orders below hold on any
 machine, however slow."""
+import subprocess
 import threading
 import time
 
@@ -158,6 +159,14 @@ def heavy_pair(d, conns, first, second):
     return order.seq, server(d)["lane_spreads"] - spreads0
 
 
+def both_running(d):
+    """Each worker is in a runner's poll now."""
+    r = ctl(d, "stats workers")
+    assert r["ok"], r
+    tasks = [w["task"] for w in r["workers"]]
+    return tasks if tasks == ["lane", "lane"] else None
+
+
 def test_a_second_heavy_job_runs_on_the_idle_worker(voltd):
     # Two workers, stealing off, both connections on worker 0: the second
     # heavy job waits for worker 0's runner stages.heavy_spread_us (1 ms),
@@ -170,18 +179,34 @@ def test_a_second_heavy_job_runs_on_the_idle_worker(voltd):
     until("the first job in the lane", lambda: server(d)["lane_jobs"] >= 1)
     ts.append(request_on(conns[1], LONG, "b", order))
     until("the second job in the lane", lambda: server(d)["lane_jobs"] >= 2)
-
-    def both_running():
-        r = ctl(d, "stats workers")
-        assert r["ok"], r
-        tasks = [w["task"] for w in r["workers"]]
-        return tasks if tasks == ["lane", "lane"] else None
-    until("a runner on each worker at once", both_running)
+    until("a runner on each worker at once", lambda: both_running(d))
     st = server(d)
     assert st["lane_waiting"] == 0 and st["lane_spreads"] == 1, st
     for t in ts:
         t.join(120)
     assert sorted(order.seq) == ["a", "b"]
+
+
+def test_a_runner_taken_by_stealing_goes_home(voltd, tmp_path):
+    # One runner per worker: a runner the scheduler's stealing moved to the
+    # other worker (with gather off, an idle worker takes its sibling's
+    # queued tasks, a runner among them, now and then) goes back to its own
+    # (lane_homes) rather than take turns there with that worker's runner.
+    # h2load sends the 1 %-heavy mix over 64 connections, rounds of 20,000
+    # requests until one runner was sent home (at most 10 rounds); every
+    # request is answered 200.
+    d = voltd("-s", "scheduler.gather=off")
+    uris = tmp_path / "uris"
+    base = "http://127.0.0.1:%d/v1/spin?n=" % d.port
+    uris.write_text("".join(base + "1000\n" for _ in range(99)) + base + "2000000\n")
+    for _ in range(10):
+        out = subprocess.run(["h2load", "--h1", "-n", "20000", "-c", "64", "-m", "1", "-i", str(uris)],
+                             capture_output=True, text=True, timeout=120).stdout
+        assert "status codes: 20000 2xx, 0 3xx, 0 4xx, 0 5xx" in out, out
+        st = server(d)
+        if st["lane_homes"] >= 1:
+            break
+    assert st["lane_homes"] >= 1, st
 
 
 def test_a_second_heavy_job_waits_for_its_own_runner_first(voltd):
