@@ -118,6 +118,13 @@ static void runner_idle(struct vsrv_lane *l, struct vsrv_exec *x, bool idle)
 	atomic_store_explicit(&l->idle_n, l->idle_n + (idle ? 1 : -1), memory_order_relaxed);
 }
 
+/* Wake runner x on its own worker (at once there, else by that worker's
+ * mailbox), outside lane.mu. */
+static void wake_runner(struct vsrv *srv, struct vsrv_exec *x)
+{
+	vio_wake_on(srv->io, (unsigned)x->lane_w, &x->wake);
+}
+
 /* An idle runner for the lane's first job: this worker's runner first,
  * then the others' in turn, another worker's only once that job is due
  * to spread (under lane.mu, the lane not empty; NULL: none). Marked
@@ -151,7 +158,7 @@ bool vsrv__lane_away(struct vsrv *srv, struct vsrv_exec *x)
 	if (self < 0 || self == x->lane_w || x->recv_closed)
 		return false;
 	VSRV_INC(srv, lane_homes);
-	vio_wake_on(srv->io, (unsigned)x->lane_w, &x->wake);
+	wake_runner(srv, x);
 	return true;
 }
 
@@ -190,7 +197,7 @@ bool vsrv__lane_put(struct vsrv *srv, struct vsrv_job *job)
 	pthread_mutex_unlock(&l->mu);
 	VSRV_INC(srv, lane_jobs);
 	if (r)
-		vio_wake_on(srv->io, (unsigned)r->lane_w, &r->wake);
+		wake_runner(srv, r);
 	return true;
 }
 
@@ -254,7 +261,7 @@ static void spread(struct vsrv *srv, int64_t now)
 		r = pick_runner(srv, now);
 	pthread_mutex_unlock(&l->mu);
 	if (r)
-		vio_wake_on(srv->io, (unsigned)r->lane_w, &r->wake);
+		wake_runner(srv, r);
 }
 
 bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, unsigned *turn)
