@@ -396,6 +396,13 @@ void vrt_set_spread_hook(struct vrt *rt, void (*fn)(void *ctx), void *ctx)
 	atomic_store_explicit(&rt->spread_fn, fn, memory_order_release);
 }
 
+bool vrt_spreading(struct vrt *rt)
+{
+	/* relaxed (both): a tunable and the monitor's verdict. */
+	return !atomic_load_explicit(&rt->t_gather, memory_order_relaxed) || !rt->mon.w ||
+	       atomic_load_explicit(&rt->spreading, memory_order_relaxed);
+}
+
 unsigned vrt_spread_width(struct vrt *rt)
 {
 	/* relaxed (both): a tunable and the monitor's verdict. */
@@ -488,9 +495,7 @@ unsigned vrt_stats_snapshot(struct vrt *rt, struct vrt_stats *out,
 		vrt_health(rt, &h);
 		out->stalled = h.stalled;
 		out->stalls = h.stalls_total;
-		/* relaxed (both): the monitor's verdict. */
-		out->spreading = !atomic_load_explicit(&rt->t_gather, memory_order_relaxed) || !rt->mon.w ||
-				 atomic_load_explicit(&rt->spreading, memory_order_relaxed);
+		out->spreading = vrt_spreading(rt);
 		out->spread_width = vrt_spread_width(rt);
 		out->spreads = rd(&rt->spreads);
 

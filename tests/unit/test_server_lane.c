@@ -2,11 +2,13 @@
 /*
  * tests/unit/test_server_lane.c: the heavy lane's turn rule
  * (src/server/lane.c, "Turns"), by its arithmetic: a runner takes its
- * next slice at once (no yield) only while jobs wait in the lane, it has
- * run fewer than VSRV_LANE_TURN_MAX slices in this poll and either the
- * lane is behind (its first job has waited stages.heavy_wait_ms) or its
- * share of its worker's time lately is below stages.heavy_share while no
- * other runner is idle (a job then waits for its spread). Clock
+ * next slice at once (no yield) while jobs wait in the lane, it has run
+ * fewer than VSRV_LANE_TURN_MAX slices in this poll and either the lane
+ * is behind (its first job has waited stages.heavy_wait_ms) or its share
+ * of its worker's time lately is below stages.heavy_share while no other
+ * runner is idle (a job then waits for its spread); with nothing waiting,
+ * only while the runtime lets work spread (the CPUs saturated), below its
+ * share and for fewer than VSRV_LANE_SPREAD_TURN slices. Clock
  * values are given, not read: nothing here depends on the machine's
  * speed. The
  * FIFO order and the placement on an idle worker's runner are tested on a
@@ -28,6 +30,7 @@
 
 static struct vsrv *srv;
 static struct vsrv_exec x;
+static bool spreading; /* the runtime's verdict handed to the rule */
 
 static int setup(void **state)
 {
@@ -37,6 +40,7 @@ static int setup(void **state)
 	atomic_store(&srv->live.heavy_share, 80);
 	memset(&x, 0, sizeof(x));
 	x.lane_w = 0;
+	spreading = false;
 	return 0;
 }
 
@@ -61,7 +65,7 @@ static bool more_at(int64_t now)
 {
 	unsigned turn = 0;
 
-	return vsrv__lane_more(srv, &x, now, &turn);
+	return vsrv__lane_more(srv, &x, now, spreading, &turn);
 }
 
 static bool more(void)
@@ -131,11 +135,52 @@ static void test_a_turn_ends_after_its_bound(void **state)
 
 	run_slices(START, 40, 50, 200);
 	atomic_store(&srv->lane.waiting, 1);
-	while (vsrv__lane_more(srv, &x, x.sh_t, &turn))
+	while (vsrv__lane_more(srv, &x, x.sh_t, spreading, &turn))
 		taken++;
 	/* The share is not updated here (no slice accounted): only the
 	 * bound ends the turn. */
 	assert_int_equal(taken, VSRV_LANE_TURN_MAX - 1);
+}
+
+static void test_spreading_a_lone_job_takes_a_short_turn(void **state)
+{
+	(void)state;
+	unsigned turn = 0, taken = 0;
+
+	/* Nothing waits in the lane; light work took two thirds of the
+	 * worker. While the runtime does not spread (the CPUs have room),
+	 * light work comes first after every slice. */
+	run_slices(START, 40, 50, 100);
+	atomic_store(&srv->lane.waiting, 0);
+	assert_false(more());
+	/* While it spreads, the runner goes on, VSRV_LANE_SPREAD_TURN
+	 * slices in a row at most. */
+	spreading = true;
+	while (vsrv__lane_more(srv, &x, x.sh_t, spreading, &turn))
+		taken++;
+	assert_int_equal(taken, VSRV_LANE_SPREAD_TURN - 1);
+}
+
+static void test_spreading_at_its_share_yields(void **state)
+{
+	(void)state;
+	/* Slices back to back: above its share, spreading or not, a lone
+	 * job yields to the light work beside it. */
+	run_slices(START, 400, 50, 0);
+	atomic_store(&srv->lane.waiting, 0);
+	spreading = true;
+	assert_false(more());
+	/* Jobs waiting, spreading, below its share: the longer turn of the
+	 * waiting rule, not the short one. */
+	run_slices(x.sh_t + VSRV_LANE_TAU_NS, 40, 50, 100);
+	atomic_store(&srv->lane.waiting, 1);
+	{
+		unsigned turn = 0, taken = 0;
+
+		while (vsrv__lane_more(srv, &x, x.sh_t, spreading, &turn))
+			taken++;
+		assert_int_equal(taken, VSRV_LANE_TURN_MAX - 1);
+	}
 }
 
 static void test_an_old_share_is_forgotten(void **state)
@@ -184,6 +229,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_at_its_share_yields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_job_waiting_for_its_spread_yields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_turn_ends_after_its_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_spreading_a_lone_job_takes_a_short_turn, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_spreading_at_its_share_yields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_an_old_share_is_forgotten, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_behind_goes_on_whatever_its_share, setup, teardown),
 	};
