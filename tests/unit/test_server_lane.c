@@ -73,6 +73,17 @@ static bool more(void)
 	return more_at(x.sh_t);
 }
 
+/* The slices a runner takes in a row after this one: the length of its
+ * turn, less one (the share is not updated here: no slice accounted). */
+static unsigned in_a_row(void)
+{
+	unsigned turn = 0, taken = 0;
+
+	while (vsrv__lane_more(srv, &x, x.sh_t, spreading, &turn))
+		taken++;
+	return taken;
+}
+
 static void test_nothing_waiting_always_yields(void **state)
 {
 	(void)state;
@@ -131,22 +142,15 @@ static void test_a_job_waiting_for_its_spread_yields(void **state)
 static void test_a_turn_ends_after_its_bound(void **state)
 {
 	(void)state;
-	unsigned turn = 0, taken = 0;
-
 	run_slices(START, 40, 50, 200);
 	atomic_store(&srv->lane.waiting, 1);
-	while (vsrv__lane_more(srv, &x, x.sh_t, spreading, &turn))
-		taken++;
-	/* The share is not updated here (no slice accounted): only the
-	 * bound ends the turn. */
-	assert_int_equal(taken, VSRV_LANE_TURN_MAX - 1);
+	/* Only the bound ends the turn. */
+	assert_int_equal(in_a_row(), VSRV_LANE_TURN_MAX - 1);
 }
 
 static void test_spreading_a_lone_job_takes_a_short_turn(void **state)
 {
 	(void)state;
-	unsigned turn = 0, taken = 0;
-
 	/* Nothing waits in the lane; light work took two thirds of the
 	 * worker. While the runtime does not spread (the CPUs have room),
 	 * light work comes first after every slice. */
@@ -156,9 +160,7 @@ static void test_spreading_a_lone_job_takes_a_short_turn(void **state)
 	/* While it spreads, the runner goes on, VSRV_LANE_SPREAD_TURN
 	 * slices in a row at most. */
 	spreading = true;
-	while (vsrv__lane_more(srv, &x, x.sh_t, spreading, &turn))
-		taken++;
-	assert_int_equal(taken, VSRV_LANE_SPREAD_TURN - 1);
+	assert_int_equal(in_a_row(), VSRV_LANE_SPREAD_TURN - 1);
 }
 
 static void test_spreading_at_its_share_yields(void **state)
@@ -174,13 +176,7 @@ static void test_spreading_at_its_share_yields(void **state)
 	 * waiting rule, not the short one. */
 	run_slices(x.sh_t + VSRV_LANE_TAU_NS, 40, 50, 100);
 	atomic_store(&srv->lane.waiting, 1);
-	{
-		unsigned turn = 0, taken = 0;
-
-		while (vsrv__lane_more(srv, &x, x.sh_t, spreading, &turn))
-			taken++;
-		assert_int_equal(taken, VSRV_LANE_TURN_MAX - 1);
-	}
+	assert_int_equal(in_a_row(), VSRV_LANE_TURN_MAX - 1);
 }
 
 static void test_an_old_share_is_forgotten(void **state)
