@@ -90,6 +90,7 @@ def kind_line(log, kind):
 def test_light_answered_while_every_blocking_thread_busy(voltd, tmp_path):  # noqa: F811
     d = voltd("-c", str(conf(tmp_path, "blocking_threads = 2\n")), "-s", "scheduler.workers=1")
     out = {}
+    t0 = time.monotonic()
     blocks = [in_thread(d.port, "/block?ms=%d&id=%d" % (BLOCK_MS, i), out, i) for i in range(2)]
     wait_for(lambda: stats(d, "server")["server"]["blocking_busy"] == 2, what="both pool threads busy")
     # A third waits in the pool's queue: no thread takes it meanwhile.
@@ -111,8 +112,10 @@ def test_light_answered_while_every_blocking_thread_busy(voltd, tmp_path):  # no
         m = re.match(rb"block %d on thread (\d+)\n" % i, r.body)
         # Pool threads' indexes follow the one worker's (0): 1 and 2.
         assert m and int(m.group(1)) in (1, 2), r.body
-    # The queued one was taken only when a thread came free.
-    assert ends[2] >= min(ends[0], ends[1])
+    # The queued one was taken only when a thread came free: after one of
+    # the first two, sent after t0, had blocked its BLOCK_MS (the order in
+    # which this process's threads read their answers is the scheduler's).
+    assert ends[2] >= t0 + BLOCK_MS / 1000.0, (t0, ends)
     # (a thread counts itself idle just after it handed its answer over)
     st = wait_for(lambda: (lambda s: s if s["blocking_busy"] == 0 else None)(stats(d, "server")["server"]),
                   what="the pool idle")
