@@ -396,10 +396,10 @@ void vrt_set_spread_hook(struct vrt *rt, void (*fn)(void *ctx), void *ctx)
 	atomic_store_explicit(&rt->spread_fn, fn, memory_order_release);
 }
 
-bool vrt_spreading(struct vrt *rt)
+bool vrt_saturated(struct vrt *rt)
 {
 	/* relaxed (both): a tunable and the monitor's verdict. */
-	return !atomic_load_explicit(&rt->t_gather, memory_order_relaxed) || !rt->mon.w ||
+	return rt->mon.w && atomic_load_explicit(&rt->t_gather, memory_order_relaxed) &&
 	       atomic_load_explicit(&rt->spreading, memory_order_relaxed);
 }
 
@@ -495,7 +495,9 @@ unsigned vrt_stats_snapshot(struct vrt *rt, struct vrt_stats *out,
 		vrt_health(rt, &h);
 		out->stalled = h.stalled;
 		out->stalls = h.stalls_total;
-		out->spreading = vrt_spreading(rt);
+		/* relaxed (both): the monitor's verdict. */
+		out->spreading = !atomic_load_explicit(&rt->t_gather, memory_order_relaxed) || !rt->mon.w ||
+				 atomic_load_explicit(&rt->spreading, memory_order_relaxed);
 		out->spread_width = vrt_spread_width(rt);
 		out->spreads = rd(&rt->spreads);
 

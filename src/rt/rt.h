@@ -299,11 +299,12 @@ int vrt_set_gather(struct vrt *rt, bool on);
  * at least VRT_GATHER_BUSY_PCT of their time lately, one more while the
  * gather rule spreads, at least 1. Any thread. */
 unsigned vrt_spread_width(struct vrt *rt);
-/* Whether work spreads now: the gather rule's verdict (a worker saturated
- * lately, two busy, or one held up in a poll: the CPUs are where work
- * waits); true with gather off or no monitor. Any thread; a hint that
- * changes at most once a monitor tick. */
-bool vrt_spreading(struct vrt *rt);
+/* The monitor's verdict that the CPUs are where work waits: a worker
+ * saturated lately, two busy, or one held up in a poll (what the gather
+ * rule spreads on). Measured only while gather is on: false with gather
+ * off or no monitor. Any thread; a hint that changes at most once a
+ * monitor tick. */
+bool vrt_saturated(struct vrt *rt);
 /* fn(ctx) is called on the monitor's thread whenever vrt_spread_width's
  * answer changes (a new connection placement is due at once: a worker
  * saturated or held up in one poll must not keep receiving them until a

@@ -882,9 +882,9 @@ bool vsrv__lane_put(struct vsrv *srv, struct vsrv_job *job);
  * x->recv_closed set, the lane is closed and empty. */
 struct vsrv_job *vsrv__lane_take(struct vsrv *srv, struct vsrv_exec *x);
 /* A runner's job used up a slice (the turn-th of this poll): true when it
- * takes another slice at once. `spreading`: the runtime spreads work
- * (vrt_spreading) and has more than one worker, at `now`. */
-bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, bool spreading, unsigned *turn);
+ * takes another slice at once. `saturated`: the runtime finds its CPUs
+ * saturated (vrt_saturated) and has more than one worker, at `now`. */
+bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, bool saturated, unsigned *turn);
 /* A runner polled on another worker's thread (the runtime's stealing took
  * it): true when it has asked to be woken on its own worker instead, and
  * its poll ends pending ("Placement" in lane.c). */

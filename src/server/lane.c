@@ -51,15 +51,17 @@
  * turn for a job that another worker's runner takes within a millisecond.
  * With nothing waiting, a runner still takes a short run of slices
  * (VSRV_LANE_SPREAD_TURN in a row, within its share) while the runtime
- * lets work spread (vrt_spreading: the CPUs saturated, as in a closed
- * loop of light requests beside heavy ones). There light work waits at
+ * finds its CPUs saturated (vrt_saturated, the gather rule's verdict, as
+ * in a closed loop of light requests beside heavy ones). There light work waits at
  * every slice's end, a heavy job gets about half its worker, and the next
  * heavy jobs queue behind it while it is stretched so: at 64 connections
  * of the 1 %-heavy mix the heavy p99 was 12-13 ms (a run to its end: 5-8
  * ms) and the light p99 no better for it (bench/README.md, "B: a lone
  * heavy job's short turn"). Where the CPUs have room (the gather rule's
  * verdict holds, as in an open loop) light work that comes during a run
- * would wait for it: there every slice still yields. So it does with one
+ * would wait for it: there every slice still yields. So it does with the
+ * gather rule off (nothing measures saturation then; in E's mix the runs
+ * doubled the light p50 with gather off) and with one
  * worker: light work queued behind a run has no sibling to take it, and
  * near one worker's capacity (E's mix) the runs took its light p50 from
  * 0.35-0.43 ms to 1-4.5.
@@ -284,7 +286,7 @@ static bool below_share(struct vsrv *srv, const struct vsrv_exec *x)
 	return x->sh_busy * 100 < (int64_t)vsrv__live(srv, heavy_share) * x->sh_wall;
 }
 
-bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, bool spreading, unsigned *turn)
+bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, bool saturated, unsigned *turn)
 {
 	/* Relaxed: advice; a stale count or time moves the turn by a slice,
 	 * or the spread to the next slice (spread() looks again under mu). */
@@ -297,7 +299,7 @@ bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, bool sp
 
 	/* Saturated (see "Turns"): a short run of slices, within the share. */
 	if (!waiting)
-		return spreading && ++*turn < VSRV_LANE_SPREAD_TURN && below_share(srv, x);
+		return saturated && ++*turn < VSRV_LANE_SPREAD_TURN && below_share(srv, x);
 	if (++*turn >= VSRV_LANE_TURN_MAX)
 		return false;
 	/* Behind (see above): the heavy class is where the CPUs fall

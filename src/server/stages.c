@@ -491,7 +491,7 @@ step:;
 			runq_push(x, job);
 			if (x->lane_w >= 0) {
 				ran++;
-				if (vsrv__lane_more(srv, x, end, srv->nworkers > 1 && vrt_spreading(srv->rt),
+				if (vsrv__lane_more(srv, x, end, srv->nworkers > 1 && vrt_saturated(srv->rt),
 						   &turn))
 					continue;
 				/* Its turn as a continuation counts these

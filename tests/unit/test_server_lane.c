@@ -7,7 +7,7 @@
  * is behind (its first job has waited stages.heavy_wait_ms) or its share
  * of its worker's time lately is below stages.heavy_share while no other
  * runner is idle (a job then waits for its spread); with nothing waiting,
- * only while the runtime lets work spread (the CPUs saturated), below its
+ * only while the runtime finds its CPUs saturated, below its
  * share and for fewer than VSRV_LANE_SPREAD_TURN slices. Clock
  * values are given, not read: nothing here depends on the machine's
  * speed. The
@@ -30,7 +30,7 @@
 
 static struct vsrv *srv;
 static struct vsrv_exec x;
-static bool spreading; /* the runtime's verdict handed to the rule */
+static bool saturated; /* the runtime's verdict handed to the rule */
 
 static int setup(void **state)
 {
@@ -40,7 +40,7 @@ static int setup(void **state)
 	atomic_store(&srv->live.heavy_share, 80);
 	memset(&x, 0, sizeof(x));
 	x.lane_w = 0;
-	spreading = false;
+	saturated = false;
 	return 0;
 }
 
@@ -65,7 +65,7 @@ static bool more_at(int64_t now)
 {
 	unsigned turn = 0;
 
-	return vsrv__lane_more(srv, &x, now, spreading, &turn);
+	return vsrv__lane_more(srv, &x, now, saturated, &turn);
 }
 
 static bool more(void)
@@ -79,7 +79,7 @@ static unsigned in_a_row(void)
 {
 	unsigned turn = 0, taken = 0;
 
-	while (vsrv__lane_more(srv, &x, x.sh_t, spreading, &turn))
+	while (vsrv__lane_more(srv, &x, x.sh_t, saturated, &turn))
 		taken++;
 	return taken;
 }
@@ -148,31 +148,31 @@ static void test_a_turn_ends_after_its_bound(void **state)
 	assert_int_equal(in_a_row(), VSRV_LANE_TURN_MAX - 1);
 }
 
-static void test_spreading_a_lone_job_takes_a_short_turn(void **state)
+static void test_saturated_a_lone_job_takes_a_short_turn(void **state)
 {
 	(void)state;
 	/* Nothing waits in the lane; light work took two thirds of the
-	 * worker. While the runtime does not spread (the CPUs have room),
-	 * light work comes first after every slice. */
+	 * worker. While the runtime does not find its CPUs saturated (they
+	 * have room), light work comes first after every slice. */
 	run_slices(START, 40, 50, 100);
 	atomic_store(&srv->lane.waiting, 0);
 	assert_false(more());
-	/* While it spreads, the runner goes on, VSRV_LANE_SPREAD_TURN
+	/* While they are, the runner goes on, VSRV_LANE_SPREAD_TURN
 	 * slices in a row at most. */
-	spreading = true;
+	saturated = true;
 	assert_int_equal(in_a_row(), VSRV_LANE_SPREAD_TURN - 1);
 }
 
-static void test_spreading_at_its_share_yields(void **state)
+static void test_saturated_at_its_share_yields(void **state)
 {
 	(void)state;
-	/* Slices back to back: above its share, spreading or not, a lone
+	/* Slices back to back: above its share, saturated or not, a lone
 	 * job yields to the light work beside it. */
 	run_slices(START, 400, 50, 0);
 	atomic_store(&srv->lane.waiting, 0);
-	spreading = true;
+	saturated = true;
 	assert_false(more());
-	/* Jobs waiting, spreading, below its share: the longer turn of the
+	/* Jobs waiting, saturated, below its share: the longer turn of the
 	 * waiting rule, not the short one. */
 	run_slices(x.sh_t + VSRV_LANE_TAU_NS, 40, 50, 100);
 	atomic_store(&srv->lane.waiting, 1);
@@ -225,8 +225,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_at_its_share_yields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_job_waiting_for_its_spread_yields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_a_turn_ends_after_its_bound, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_spreading_a_lone_job_takes_a_short_turn, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_spreading_at_its_share_yields, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_saturated_a_lone_job_takes_a_short_turn, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_saturated_at_its_share_yields, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_an_old_share_is_forgotten, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_behind_goes_on_whatever_its_share, setup, teardown),
 	};
