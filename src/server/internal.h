@@ -395,7 +395,7 @@ struct vsrv_exec {
 };
 #define VSRV_LANE_TAU_NS (2 * VB_NS_PER_MS)
 #define VSRV_LANE_TURN_MAX 20
-#define VSRV_LANE_SPREAD_TURN 6
+#define VSRV_LANE_SATURATED_TURN 6
 
 struct vsrv_lane {
 	pthread_mutex_t mu;

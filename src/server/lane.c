@@ -50,7 +50,7 @@
  * for want of runners, and do not start such a run: it took light work's
  * turn for a job that another worker's runner takes within a millisecond.
  * With nothing waiting, a runner still takes a short run of slices
- * (VSRV_LANE_SPREAD_TURN in a row, within its share) while the runtime
+ * (VSRV_LANE_SATURATED_TURN in a row, within its share) while the runtime
  * finds its CPUs saturated (vrt_saturated, the gather rule's verdict, as
  * in a closed loop of light requests beside heavy ones). There light work waits at
  * every slice's end, a heavy job gets about half its worker, and the next
@@ -299,7 +299,7 @@ bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, bool sa
 
 	/* Saturated (see "Turns"): a short run of slices, within the share. */
 	if (!waiting)
-		return saturated && ++*turn < VSRV_LANE_SPREAD_TURN && below_share(srv, x);
+		return saturated && ++*turn < VSRV_LANE_SATURATED_TURN && below_share(srv, x);
 	if (++*turn >= VSRV_LANE_TURN_MAX)
 		return false;
 	/* Behind (see above): the heavy class is where the CPUs fall

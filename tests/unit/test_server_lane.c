@@ -8,7 +8,7 @@
  * of its worker's time lately is below stages.heavy_share while no other
  * runner is idle (a job then waits for its spread); with nothing waiting,
  * only while the runtime finds its CPUs saturated, below its
- * share and for fewer than VSRV_LANE_SPREAD_TURN slices. Clock
+ * share and for fewer than VSRV_LANE_SATURATED_TURN slices. Clock
  * values are given, not read: nothing here depends on the machine's
  * speed. The
  * FIFO order and the placement on an idle worker's runner are tested on a
@@ -157,10 +157,10 @@ static void test_saturated_a_lone_job_takes_a_short_turn(void **state)
 	run_slices(START, 40, 50, 100);
 	atomic_store(&srv->lane.waiting, 0);
 	assert_false(more());
-	/* While they are, the runner goes on, VSRV_LANE_SPREAD_TURN
+	/* While they are, the runner goes on, VSRV_LANE_SATURATED_TURN
 	 * slices in a row at most. */
 	saturated = true;
-	assert_int_equal(in_a_row(), VSRV_LANE_SPREAD_TURN - 1);
+	assert_int_equal(in_a_row(), VSRV_LANE_SATURATED_TURN - 1);
 }
 
 static void test_saturated_at_its_share_yields(void **state)
