@@ -403,6 +403,11 @@ bool vrt_saturated(struct vrt *rt)
 	       atomic_load_explicit(&rt->spreading, memory_order_relaxed);
 }
 
+bool vrt_stealing(struct vrt *rt)
+{
+	return atomic_load_explicit(&rt->t_stealing, memory_order_relaxed); /* relaxed: tunable */
+}
+
 unsigned vrt_spread_width(struct vrt *rt)
 {
 	/* relaxed (both): a tunable and the monitor's verdict. */

@@ -305,6 +305,9 @@ unsigned vrt_spread_width(struct vrt *rt);
  * off or no monitor. Any thread; a hint that changes at most once a
  * monitor tick. */
 bool vrt_saturated(struct vrt *rt);
+/* Live: [scheduler] stealing as the workers read it now (a task queued on
+ * a busy worker can be run by an idle sibling). Any thread. */
+bool vrt_stealing(struct vrt *rt);
 /* fn(ctx) is called on the monitor's thread whenever vrt_spread_width's
  * answer changes (a new connection placement is due at once: a worker
  * saturated or held up in one poll must not keep receiving them until a

@@ -881,10 +881,20 @@ bool vsrv__lane_put(struct vsrv *srv, struct vsrv_job *job);
 /* A runner's next job, or NULL: idle (woken by the next put) or, with
  * x->recv_closed set, the lane is closed and empty. */
 struct vsrv_job *vsrv__lane_take(struct vsrv *srv, struct vsrv_exec *x);
-/* A runner's job used up a slice (the turn-th of this poll): true when it
- * takes another slice at once. `saturated`: the runtime finds its CPUs
- * saturated (vrt_saturated) and has more than one worker, at `now`. */
-bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, bool saturated, unsigned *turn);
+/* What a runner does after a slice ("Turns" in lane.c). */
+enum vsrv_lane_next {
+	VSRV_LANE_YIELD = 0, /* ends its poll: its worker's other work first */
+	VSRV_LANE_TURN,      /* its next slice at once: jobs wait in the lane */
+	VSRV_LANE_RUN,       /* its next slice at once: a short run, saturated */
+};
+/* A runner's job used up a slice (the turn-th of this poll), at `now`.
+ * `saturated`: vsrv__lane_saturated's verdict. */
+enum vsrv_lane_next vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, bool saturated,
+				    unsigned *turn);
+/* The verdict the short runs follow: the runtime finds its CPUs saturated
+ * (vrt_saturated) and the light work queued behind a run can go to a
+ * sibling (two workers or more, stealing on). */
+bool vsrv__lane_saturated(struct vsrv *srv);
 /* A runner polled on another worker's thread (the runtime's stealing took
  * it): true when it has asked to be woken on its own worker instead, and
  * its poll ends pending ("Placement" in lane.c). */

@@ -61,10 +61,12 @@
  * verdict holds, as in an open loop) light work that comes during a run
  * would wait for it: there every slice still yields. So it does with the
  * gather rule off (nothing measures saturation then; in E's mix the runs
- * doubled the light p50 with gather off) and with one
- * worker: light work queued behind a run has no sibling to take it, and
- * near one worker's capacity (E's mix) the runs took its light p50 from
- * 0.35-0.43 ms to 1-4.5.
+ * doubled the light p50 with gather off), with one worker and with
+ * scheduler.stealing off: light work queued behind a run has no sibling to
+ * take it (vsrv__lane_saturated). Near one worker's capacity (E's mix) the
+ * runs took the light p50 from 0.35-0.43 ms to 1-4.5 with one worker; with
+ * stealing off the light p99 was 7.7 ms against 3.8 (medians of 7 runs).
+ * Counted: lane_turn_slices (jobs waiting), lane_run_slices (short runs).
  *
  * Behind: in a closed loop that saturates the CPUs, light-first scheduling
  * leaves the slack in the lane (clients held by heavy jobs: the lane grew
@@ -286,7 +288,13 @@ static bool below_share(struct vsrv *srv, const struct vsrv_exec *x)
 	return x->sh_busy * 100 < (int64_t)vsrv__live(srv, heavy_share) * x->sh_wall;
 }
 
-bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, bool saturated, unsigned *turn)
+bool vsrv__lane_saturated(struct vsrv *srv)
+{
+	return srv->nworkers > 1 && vrt_stealing(srv->rt) && vrt_saturated(srv->rt);
+}
+
+enum vsrv_lane_next vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, bool saturated,
+				    unsigned *turn)
 {
 	/* Relaxed: advice; a stale count or time moves the turn by a slice,
 	 * or the spread to the next slice (spread() looks again under mu). */
@@ -298,20 +306,23 @@ bool vsrv__lane_more(struct vsrv *srv, struct vsrv_exec *x, int64_t now, bool sa
 		spread(srv, now);
 
 	/* Saturated (see "Turns"): a short run of slices, within the share. */
-	if (!waiting)
-		return saturated && ++*turn < VSRV_LANE_SATURATED_TURN && below_share(srv, x);
+	if (!waiting) {
+		if (saturated && ++*turn < VSRV_LANE_SATURATED_TURN && below_share(srv, x))
+			return VSRV_LANE_RUN;
+		return VSRV_LANE_YIELD;
+	}
 	if (++*turn >= VSRV_LANE_TURN_MAX)
-		return false;
+		return VSRV_LANE_YIELD;
 	/* Behind (see above): the heavy class is where the CPUs fall
 	 * short, so a runner takes its slices in a row whatever its share. */
 	if (lane_behind(srv, head_t, now))
-		return true;
+		return VSRV_LANE_TURN;
 	/* A job that waits while another runner is idle waits for its
 	 * spread ("Placement"), not for want of runners: the light work
 	 * beside this one comes first, as with nothing waiting. */
 	if (idle)
-		return false;
-	return below_share(srv, x);
+		return VSRV_LANE_YIELD;
+	return below_share(srv, x) ? VSRV_LANE_TURN : VSRV_LANE_YIELD;
 }
 
 void vsrv__lane_close(struct vsrv *srv)

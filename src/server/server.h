@@ -278,6 +278,10 @@ extern const size_t vsrv_kind_metrics_n;
 	  "lane jobs taken by an idle runner of another worker after waiting stages.heavy_spread_us for their own") \
 	X(lane_homes, COUNTER, "", \
 	  "runners found on another worker's thread (taken by the scheduler's stealing) and sent back to their own") \
+	X(lane_turn_slices, COUNTER, "", \
+	  "slices a runner took at once, not yielding to its worker's other work, because jobs waited in the lane") \
+	X(lane_run_slices, COUNTER, "", \
+	  "slices a runner with nothing waiting took at once, in a short run while the CPUs were saturated") \
 	X(trace_sampled, COUNTER, "", "requests picked for a trace record (voltctl trace)") \
 	X(trace_skipped, COUNTER, "", "picks skipped because the connection's trace record was in use") \
 	X(inflight_bytes, GAUGE_SNAP, "bytes", \

@@ -491,9 +491,16 @@ step:;
 			runq_push(x, job);
 			if (x->lane_w >= 0) {
 				ran++;
-				if (vsrv__lane_more(srv, x, end, srv->nworkers > 1 && vrt_saturated(srv->rt),
-						   &turn))
+				switch (vsrv__lane_more(srv, x, end, vsrv__lane_saturated(srv), &turn)) {
+				case VSRV_LANE_TURN:
+					VSRV_INC(srv, lane_turn_slices);
 					continue;
+				case VSRV_LANE_RUN:
+					VSRV_INC(srv, lane_run_slices);
+					continue;
+				case VSRV_LANE_YIELD:
+					break;
+				}
 				/* Its turn as a continuation counts these
 				 * slices, not this one poll. */
 				vrt_service_slices(ran);

@@ -239,8 +239,8 @@ static const struct vcfg_key schema[] = {
 		 "one per worker at a time; off: its executor keeps it, taking turns" },
 	{ "stages", "heavy_share", VCFG_UINT, "90", 1, 100, F(server.heavy_share),
 	  .unit = "percent", .apply = live_server,
-	  .doc = "while jobs wait in the lane, or (6 at most) while 2+ workers are saturated, a runner "
-		 "takes slices in a row before light work until it has this share of its worker lately" },
+	  .doc = "while jobs wait in the lane, or (6 at most) while the CPUs are saturated (2+ workers, stealing on), "
+		 "a runner takes slices in a row until it has this share of its worker" },
 	{ "stages", "heavy_wait_ms", VCFG_UINT, "10", 0, 60000, F(server.heavy_wait_ms),
 	  .unit = "ms", .apply = live_server,
 	  .doc = "while the lane's first job has waited this long, a job that outlasts its slice stays "

@@ -187,15 +187,11 @@ def test_a_second_heavy_job_runs_on_the_idle_worker(voltd):
     assert sorted(order.seq) == ["a", "b"]
 
 
-def test_a_runner_taken_by_stealing_goes_home(voltd, tmp_path):
-    # One runner per worker: a runner the scheduler's stealing moved to the
-    # other worker (with gather off, an idle worker takes its sibling's
-    # queued tasks, a runner among them, now and then) goes back to its own
-    # (lane_homes) rather than take turns there with that worker's runner.
-    # h2load sends the 1 %-heavy mix over 64 connections, rounds of 20,000
-    # requests until one runner was sent home (at most 10 rounds); every
-    # request is answered 200.
-    d = voltd("-s", "scheduler.gather=off")
+def mix_until(d, tmp_path, done):
+    """h2load sends the 1 %-heavy mix (a closed loop that keeps both CPUs
+    busy) over 64 connections, rounds of 20,000 requests, until
+    done(stats) holds (at most 10 rounds); every request is answered 200.
+    The last stats."""
     uris = tmp_path / "uris"
     base = "http://127.0.0.1:%d/v1/spin?n=" % d.port
     uris.write_text("".join(base + "1000\n" for _ in range(99)) + base + "2000000\n")
@@ -203,10 +199,42 @@ def test_a_runner_taken_by_stealing_goes_home(voltd, tmp_path):
         out = subprocess.run(["h2load", "--h1", "-n", "20000", "-c", "64", "-m", "1", "-i", str(uris)],
                              capture_output=True, text=True, timeout=120).stdout
         assert "status codes: 20000 2xx, 0 3xx, 0 4xx, 0 5xx" in out, out
-        st = server(d)
-        if st["lane_homes"] >= 1:
+        st = ctl(d, "stats")
+        assert st["ok"], st
+        if done(st):
             break
-    assert st["lane_homes"] >= 1, st
+    return st
+
+
+def test_a_runner_taken_by_stealing_goes_home(voltd, tmp_path):
+    # One runner per worker: a runner the scheduler's stealing moved to the
+    # other worker (with gather off, an idle worker takes its sibling's
+    # queued tasks, a runner among them, now and then) goes back to its own
+    # (lane_homes) rather than take turns there with that worker's runner.
+    d = voltd("-s", "scheduler.gather=off")
+    st = mix_until(d, tmp_path, lambda st: st["server"]["lane_homes"] >= 1)
+    assert st["server"]["lane_homes"] >= 1, st["server"]
+
+
+def test_short_runs_need_saturation_and_a_sibling(voltd, tmp_path):
+    # Two workers, the gather rule on: under the 1 %-heavy mix the monitor
+    # finds the CPUs saturated, and a runner with nothing waiting in the
+    # lane takes short runs of slices (lane_run_slices). With stealing off
+    # (live) the light work queued behind a run would have no sibling to
+    # take it: no short run, though the monitor finds the CPUs saturated
+    # again (spreads).
+    d = voltd("-s", "scheduler.workers=2")
+    st = mix_until(d, tmp_path, lambda st: st["server"]["lane_run_slices"] >= 1)
+    assert st["server"]["lane_run_slices"] >= 1, (st["server"], st["runtime"])
+    r = ctl(d, "set scheduler.stealing off")
+    assert r["ok"], r
+    # Idle again: the next saturation is a new spread.
+    until("the verdict back to gather", lambda: ctl(d, "stats")["runtime"]["spreading"] == 0)
+    st = ctl(d, "stats")
+    runs0, spreads0 = st["server"]["lane_run_slices"], st["runtime"]["spreads"]
+    st = mix_until(d, tmp_path, lambda st: st["runtime"]["spreads"] > spreads0)
+    assert st["runtime"]["spreads"] > spreads0, st["runtime"]
+    assert st["server"]["lane_run_slices"] == runs0, st["server"]
 
 
 def test_a_second_heavy_job_waits_for_its_own_runner_first(voltd):
