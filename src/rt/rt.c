@@ -396,11 +396,17 @@ void vrt_set_spread_hook(struct vrt *rt, void (*fn)(void *ctx), void *ctx)
 	atomic_store_explicit(&rt->spread_fn, fn, memory_order_release);
 }
 
+/* The gather rule holds work and its monitor measures: its verdict
+ * (spreading, spread_width) means something. */
+static bool gather_measured(struct vrt *rt)
+{
+	return rt->mon.w && atomic_load_explicit(&rt->t_gather, memory_order_relaxed); /* relaxed: tunable */
+}
+
 bool vrt_saturated(struct vrt *rt)
 {
-	/* relaxed (both): a tunable and the monitor's verdict. */
-	return rt->mon.w && atomic_load_explicit(&rt->t_gather, memory_order_relaxed) &&
-	       atomic_load_explicit(&rt->spreading, memory_order_relaxed);
+	/* relaxed: the monitor's verdict. */
+	return gather_measured(rt) && atomic_load_explicit(&rt->spreading, memory_order_relaxed);
 }
 
 bool vrt_stealing(struct vrt *rt)
@@ -410,9 +416,9 @@ bool vrt_stealing(struct vrt *rt)
 
 unsigned vrt_spread_width(struct vrt *rt)
 {
-	/* relaxed (both): a tunable and the monitor's verdict. */
-	if (!rt->mon.w || !atomic_load_explicit(&rt->t_gather, memory_order_relaxed))
+	if (!gather_measured(rt))
 		return rt->nworkers;
+	/* relaxed: the monitor's verdict. */
 	return atomic_load_explicit(&rt->spread_width, memory_order_relaxed);
 }
 
@@ -500,9 +506,9 @@ unsigned vrt_stats_snapshot(struct vrt *rt, struct vrt_stats *out,
 		vrt_health(rt, &h);
 		out->stalled = h.stalled;
 		out->stalls = h.stalls_total;
-		/* relaxed (both): the monitor's verdict. */
-		out->spreading = !atomic_load_explicit(&rt->t_gather, memory_order_relaxed) || !rt->mon.w ||
-				 atomic_load_explicit(&rt->spreading, memory_order_relaxed);
+		/* Work spreads freely while nothing gathers it. relaxed: the
+		 * monitor's verdict. */
+		out->spreading = !gather_measured(rt) || atomic_load_explicit(&rt->spreading, memory_order_relaxed);
 		out->spread_width = vrt_spread_width(rt);
 		out->spreads = rd(&rt->spreads);
 
